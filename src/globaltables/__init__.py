@@ -1,0 +1,3 @@
+"""globaltables: a testbed that reproduces Amazon DynamoDB global tables on one machine."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,117 @@
+"""The engine of one region: the table registry, the operation dispatch table and the single write path.
+
+Operations live one per module in `engine/operations/`, named after the wire operation in snake case
+(`PutItem` -> `operations/put_item.py`), each exporting `handle(engine, request) -> response`. Adding an operation
+is adding a module; nothing else changes.
+
+Every change to items goes through `Engine.commit`, the one place that can stamp a write with a version, record it
+in a change log and maintain indexes; replication hooks in there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..runtime.clock import Clock
+from .errors import ResourceNotFoundException, SerializationException, UnknownOperationException
+from .schema import TableDefinition
+from .storage.sqlite_store import ItemWrite, SqliteStore
+
+Handler = Callable[["Engine", dict], dict]
+
+# Every operation of the DynamoDB_20120810 API. Those without a module here are refused clearly, not as unknown.
+DYNAMODB_OPERATIONS = frozenset(
+    """BatchExecuteStatement BatchGetItem BatchWriteItem CreateBackup CreateGlobalTable CreateTable DeleteBackup
+    DeleteItem DeleteResourcePolicy DeleteTable DescribeBackup DescribeContinuousBackups DescribeContributorInsights
+    DescribeEndpoints DescribeExport DescribeGlobalTable DescribeGlobalTableSettings DescribeImport
+    DescribeKinesisStreamingDestination DescribeLimits DescribeTable DescribeTableReplicaAutoScaling
+    DescribeTimeToLive DisableKinesisStreamingDestination EnableKinesisStreamingDestination ExecuteStatement
+    ExecuteTransaction ExportTableToPointInTime GetItem GetResourcePolicy ImportTable ListBackups
+    ListContributorInsights ListExports ListGlobalTables ListImports ListTables ListTagsOfResource PutItem
+    PutResourcePolicy Query RestoreTableFromBackup RestoreTableToPointInTime Scan TagResource TransactGetItems
+    TransactWriteItems UntagResource UpdateContinuousBackups UpdateContributorInsights UpdateGlobalTable
+    UpdateGlobalTableSettings UpdateItem UpdateKinesisStreamingDestination UpdateTable
+    UpdateTableReplicaAutoScaling UpdateTimeToLive""".split()
+)
+
+PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
+
+
+def module_name(operation: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
+
+
+class Engine:
+    """One region's tables. Not thread-safe: the region runs it on one event loop, one operation at a time."""
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        clock: Clock,
+        region: str = "us-east-1",
+        account: str = "000000000000",
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.region = region
+        self.account = account
+        self.tables: dict[str, TableDefinition] = {
+            name: TableDefinition.from_dict(d) for name, d in store.load_tables().items()
+        }
+        self._handlers: dict[str, Handler] = {}
+
+    # ---------------------------------------------------------------------------------------------------- dispatch
+
+    def handle(self, operation: str, request: Any) -> dict:
+        handler = self.handler(operation)
+        if not isinstance(request, dict):
+            raise SerializationException("Start of structure or map found where not expected")
+        return handler(self, request)
+
+    def handler(self, operation: str) -> Handler:
+        handler = self._handlers.get(operation)
+        if handler is not None:
+            return handler
+        if operation not in DYNAMODB_OPERATIONS:
+            raise UnknownOperationException(f"Unknown operation: {operation}")
+        try:
+            module = importlib.import_module(f"{__package__}.operations.{module_name(operation)}")
+        except ModuleNotFoundError:
+            if operation in PARTIQL_OPERATIONS:
+                raise UnknownOperationException(
+                    f"{operation} (PartiQL) is not supported by globaltables; use the item and query operations"
+                ) from None
+            raise UnknownOperationException(f"{operation} is not supported by globaltables") from None
+        self._handlers[operation] = module.handle
+        return module.handle
+
+    # ------------------------------------------------------------------------------------------------------ tables
+
+    def table(self, name: Any, *, describe: bool = False) -> TableDefinition:
+        """The named table, or DynamoDB's ResourceNotFoundException (item operations use the terse message)."""
+        definition = self.tables.get(name) if isinstance(name, str) else None
+        if definition is None:
+            if describe:
+                raise ResourceNotFoundException(f"Requested resource not found: Table: {name} not found")
+            raise ResourceNotFoundException("Requested resource not found")
+        return definition
+
+    def save_table(self, definition: TableDefinition) -> None:
+        self.store.save_table(definition.name, definition.to_dict())
+        self.tables[definition.name] = definition
+
+    def drop_table(self, name: str) -> None:
+        self.store.drop_table(name)
+        del self.tables[name]
+
+    def table_arn(self, name: str) -> str:
+        return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"
+
+    # -------------------------------------------------------------------------------------------------- write path
+
+    def commit(self, writes: list[ItemWrite]) -> None:
+        """Apply item writes atomically and durably. The only way items change."""
+        self.store.write(writes)

@@ -1,0 +1,1 @@
+"""One module per DynamoDB operation; each exports `handle(engine, request) -> response`."""

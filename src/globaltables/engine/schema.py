@@ -1,0 +1,173 @@
+"""Table definitions: key schema, secondary indexes, and how keys are validated and encoded.
+
+A `TableDefinition` is what CreateTable/UpdateTable build and what DescribeTable reports. It persists as a plain
+dict (`to_dict`/`from_dict`) in the store, so a restarted region has the same tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import ValidationException, invalid_parameter
+from .values import MAX_ITEM_BYTES, encode_key_value, item_size, normalize_value
+
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
+KEY_MISMATCH = "The provided key element does not match the schema"
+
+
+@dataclass(slots=True)
+class KeySchema:
+    """Partition (HASH) key and optional sort (RANGE) key: names and scalar types (S, N or B)."""
+
+    hash_name: str
+    hash_type: str
+    range_name: str | None = None
+    range_type: str | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.hash_name,) if self.range_name is None else (self.hash_name, self.range_name)
+
+    def to_wire(self) -> list[dict]:
+        out = [{"AttributeName": self.hash_name, "KeyType": "HASH"}]
+        if self.range_name is not None:
+            out.append({"AttributeName": self.range_name, "KeyType": "RANGE"})
+        return out
+
+    # --------------------------------------------------------------------------------------------- key validation
+
+    def key_from_request(self, key: Any) -> tuple[bytes, bytes, dict]:
+        """Validate a `Key` parameter (GetItem, UpdateItem, DeleteItem, ExclusiveStartKey of the base table).
+
+        Returns the encoded (partition, sort) key and the normalised key map.
+        """
+        if not isinstance(key, dict) or len(key) != len(self.names):
+            raise ValidationException(KEY_MISMATCH)
+        normalized = {}
+        for name, kind in self._typed_names():
+            if name not in key:
+                raise ValidationException(KEY_MISMATCH)
+            value = normalize_value(key[name])
+            if next(iter(value)) != kind:
+                raise ValidationException(KEY_MISMATCH)
+            normalized[name] = value
+        return (*self._encode(normalized), normalized)
+
+    def key_from_item(self, item: dict) -> tuple[bytes, bytes]:
+        """Validate the key attributes inside a whole (already normalised) item, as PutItem does."""
+        for name, kind in self._typed_names():
+            value = item.get(name)
+            if value is None:
+                raise invalid_parameter(f"Missing the key {name} in the item")
+            actual = next(iter(value))
+            if actual != kind:
+                raise invalid_parameter(f"Type mismatch for key {name} expected: {kind} actual: {actual}")
+        return self._encode(item)
+
+    def key_of(self, item: dict) -> dict:
+        """The key attributes of a stored item."""
+        return {name: item[name] for name in self.names}
+
+    def _typed_names(self) -> list[tuple[str, str]]:
+        pairs = [(self.hash_name, self.hash_type)]
+        if self.range_name is not None:
+            pairs.append((self.range_name, self.range_type))
+        return pairs
+
+    def _encode(self, values: dict) -> tuple[bytes, bytes]:
+        hash_value = values[self.hash_name]
+        check_key_not_empty(self.hash_name, hash_value)
+        pk = encode_key_value(hash_value)
+        if len(pk) > MAX_PARTITION_KEY_BYTES or _raw_len(hash_value) > MAX_PARTITION_KEY_BYTES:
+            raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
+        if self.range_name is None:
+            return pk, b""
+        range_value = values[self.range_name]
+        check_key_not_empty(self.range_name, range_value)
+        sk = encode_key_value(range_value)
+        if _raw_len(range_value) > MAX_SORT_KEY_BYTES:
+            raise invalid_parameter("Aggregated size of all range keys has exceeded the size limit of 1024 bytes")
+        return pk, sk
+
+
+def _raw_len(value: dict) -> int:
+    kind, inner = next(iter(value.items()))
+    if kind == "S":
+        return len(inner.encode("utf-8"))
+    if kind == "B":
+        return len(encode_key_value(value))
+    return 0  # numbers are bounded by their 38 digits
+
+
+def check_key_not_empty(name: str, value: dict) -> None:
+    kind, inner = next(iter(value.items()))
+    if kind in ("S", "B") and inner == "":
+        type_word = "string" if kind == "S" else "binary"
+        raise ValidationException(
+            "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an "
+            f"empty {type_word} value. Key: {name}"
+        )
+
+
+@dataclass(slots=True)
+class IndexDefinition:
+    """A global or local secondary index."""
+
+    name: str
+    kind: str  # "GSI" or "LSI"
+    key: KeySchema
+    projection_type: str = "ALL"  # ALL | KEYS_ONLY | INCLUDE
+    non_key_attributes: list[str] = field(default_factory=list)
+    status: str = "ACTIVE"
+    provisioned: dict | None = None
+    backfilling: bool = False
+
+
+@dataclass(slots=True)
+class TableDefinition:
+    name: str
+    table_id: str
+    arn: str
+    key: KeySchema
+    attribute_definitions: list[dict]
+    creation_time: float
+    billing_mode: str = "PROVISIONED"
+    provisioned: dict | None = None
+    gsis: list[IndexDefinition] = field(default_factory=list)
+    lsis: list[IndexDefinition] = field(default_factory=list)
+    status: str = "ACTIVE"
+    stream: dict | None = None  # {"StreamEnabled": bool, "StreamViewType": ..., "LatestStreamLabel": ...}
+    ttl: dict | None = None  # {"AttributeName": ..., "TimeToLiveStatus": ...}
+    deletion_protection: bool = False
+    table_class: str = "STANDARD"
+    tags: list[dict] = field(default_factory=list)
+    billing_mode_updated: float | None = None
+    extra: dict = field(default_factory=dict)  # description fields with no behaviour behind them
+
+    def index(self, name: str) -> IndexDefinition | None:
+        for index in (*self.gsis, *self.lsis):
+            if index.name == name:
+                return index
+        return None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TableDefinition:
+        data = dict(data)
+        data["key"] = KeySchema(**data["key"])
+        for kind in ("gsis", "lsis"):
+            data[kind] = [
+                IndexDefinition(**{**index, "key": KeySchema(**index["key"])}) for index in data.get(kind, [])
+            ]
+        return cls(**data)
+
+
+def validate_item_size(item: dict, message: str = "Item size has exceeded the maximum allowed size") -> int:
+    size = item_size(item)
+    if size > MAX_ITEM_BYTES:
+        raise ValidationException(message)
+    return size

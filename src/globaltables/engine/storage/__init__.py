@@ -1,0 +1,1 @@
+"""Embedded storage of a region: SQLite in WAL mode (or in memory)."""

@@ -1,0 +1,223 @@
+"""The durable store: one SQLite database per region, in WAL mode.
+
+Rules
+1. Every change to items goes through `write`, one SQLite transaction per call, so a batch of writes (one item, a
+   transaction, a replicated batch) is all-or-nothing and is durable when `write` returns. WAL with
+   `synchronous=NORMAL` survives the death of the process (`kill -9`): committed pages are in the WAL file, which
+   the OS keeps. (It does not promise survival of a power cut; this is a testbed, not a bank.)
+2. Keys are stored as order-preserving byte strings (see `values.encode_key_value`), so SQLite's blob order (memcmp)
+   is DynamoDB's sort-key order and ranges are index range scans.
+3. Rows are keyed (table id, partition hash, partition key, sort key). The hash spreads partitions the way
+   DynamoDB's hash partitioning does: Scan walks tables in hash order, and a parallel scan's segments are ranges
+   of the hash, so each item falls in exactly one segment.
+4. Items are stored as their normalised wire JSON (orjson bytes); the engine never needs another representation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+HASH_SPACE = 1 << 32
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tables (
+    name TEXT PRIMARY KEY,
+    tid INTEGER NOT NULL UNIQUE,
+    definition BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS items (
+    tid INTEGER NOT NULL,
+    h INTEGER NOT NULL,
+    pk BLOB NOT NULL,
+    sk BLOB NOT NULL,
+    item BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (tid, h, pk, sk)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+"""
+
+
+def partition_hash(pk: bytes) -> int:
+    """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
+    return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
+
+
+@dataclass(frozen=True, slots=True)
+class ItemWrite:
+    """One item change inside a `write` batch: `item` None deletes the key."""
+
+    table: str
+    pk: bytes
+    sk: bytes
+    item: dict | None
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredItem:
+    h: int
+    pk: bytes
+    sk: bytes
+    item: dict
+    size: int
+
+
+class SqliteStore:
+    """Items and table definitions of one region. `path=None` keeps everything in memory."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else ":memory:"
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        if path is not None:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self._tids: dict[str, int] = {}
+        for name, tid in self.db.execute("SELECT name, tid FROM tables"):
+            self._tids[name] = tid
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------------------------------- table definitions
+
+    def load_tables(self) -> dict[str, dict]:
+        return {name: orjson.loads(d) for name, d in self.db.execute("SELECT name, definition FROM tables")}
+
+    def save_table(self, name: str, definition: dict) -> None:
+        """Create or replace a table's definition."""
+        blob = orjson.dumps(definition)
+        if name in self._tids:
+            self.db.execute("UPDATE tables SET definition = ? WHERE name = ?", (blob, name))
+            return
+        tid = self._next_tid()
+        self.db.execute("BEGIN")
+        try:
+            self.db.execute("INSERT INTO tables (name, tid, definition) VALUES (?, ?, ?)", (name, tid, blob))
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_tid', ?)", (str(tid + 1),))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self._tids[name] = tid
+
+    def _next_tid(self) -> int:
+        # Table ids are never reused, so rows of a dropped table can never show up under a new one.
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'next_tid'").fetchone()
+        return int(row[0]) if row else 1
+
+    def drop_table(self, name: str) -> None:
+        tid = self._tids.pop(name)
+        self.db.execute("BEGIN")
+        try:
+            self.db.execute("DELETE FROM items WHERE tid = ?", (tid,))
+            self.db.execute("DELETE FROM tables WHERE name = ?", (name,))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------------------------------------------------ items
+
+    def get(self, table: str, pk: bytes, sk: bytes) -> dict | None:
+        row = self.db.execute(
+            "SELECT item FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?",
+            (self._tids[table], partition_hash(pk), pk, sk),
+        ).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def write(self, writes: list[ItemWrite]) -> None:
+        """Apply a batch of item writes atomically and durably."""
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            for w in writes:
+                tid = self._tids[w.table]
+                h = partition_hash(w.pk)
+                if w.item is None:
+                    db.execute("DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, w.pk, w.sk))
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size) VALUES (?, ?, ?, ?, ?, ?)",
+                        (tid, h, w.pk, w.sk, orjson.dumps(w.item), w.size),
+                    )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def query(
+        self,
+        table: str,
+        pk: bytes,
+        lower: tuple[bytes, bool] | None = None,
+        upper: tuple[bytes, bool] | None = None,
+        forward: bool = True,
+        start_after: bytes | None = None,
+    ) -> Iterator[StoredItem]:
+        """Items of one partition in sort-key order, within optional (bound, inclusive) limits.
+
+        `start_after` is the sort key of the last item already returned (ExclusiveStartKey); iteration resumes
+        strictly after it in the direction of travel.
+        """
+        h = partition_hash(pk)
+        clauses = ["tid = ?", "h = ?", "pk = ?"]
+        args: list = [self._tids[table], h, pk]
+        if lower is not None:
+            clauses.append("sk >= ?" if lower[1] else "sk > ?")
+            args.append(lower[0])
+        if upper is not None:
+            clauses.append("sk <= ?" if upper[1] else "sk < ?")
+            args.append(upper[0])
+        if start_after is not None:
+            clauses.append("sk > ?" if forward else "sk < ?")
+            args.append(start_after)
+        order = "ASC" if forward else "DESC"
+        sql = f"SELECT sk, item, size FROM items WHERE {' AND '.join(clauses)} ORDER BY sk {order}"
+        for sk, item, size in self.db.execute(sql, args):
+            yield StoredItem(h, pk, sk, orjson.loads(item), size)
+
+    def scan(
+        self,
+        table: str,
+        hash_range: tuple[int, int] = (0, HASH_SPACE),
+        start_after: tuple[int, bytes, bytes] | None = None,
+    ) -> Iterator[StoredItem]:
+        """Items in (hash, partition key, sort key) order, hashes in [lo, hi), resuming after `start_after`."""
+        lo, hi = hash_range
+        args: list = [self._tids[table], lo, hi]
+        resume = ""
+        if start_after is not None:
+            resume = " AND (h, pk, sk) > (?, ?, ?)"
+            args.extend(start_after)
+        sql = (
+            "SELECT h, pk, sk, item, size FROM items WHERE tid = ? AND h >= ? AND h < ?"
+            f"{resume} ORDER BY h, pk, sk"
+        )
+        for h, pk, sk, item, size in self.db.execute(sql, args):
+            yield StoredItem(h, pk, sk, orjson.loads(item), size)
+
+    def table_stats(self, table: str) -> tuple[int, int]:
+        """(item count, total item bytes) of a table."""
+        count, size = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM items WHERE tid = ?", (self._tids[table],)
+        ).fetchone()
+        return count, size
+
+    def partition_bytes(self, table: str, pk: bytes) -> int:
+        """Total size of one item collection (for the 10 GB local-secondary-index rule)."""
+        (size,) = self.db.execute(
+            "SELECT COALESCE(SUM(size), 0) FROM items WHERE tid = ? AND h = ? AND pk = ?",
+            (self._tids[table], partition_hash(pk), pk),
+        ).fetchone()
+        return size

@@ -1,0 +1,137 @@
+"""Declarative request validation that produces DynamoDB's constraint messages.
+
+Each operation describes its parameters as a dict of `Field`s. `check_request` walks the request once:
+- a JSON value of the wrong type is a SerializationException (the service cannot even deserialize it);
+- constraint violations (missing required member, enum, length, pattern, numeric range) are collected and reported
+  together as DynamoDB does: "2 validation errors detected: Value null at 'tableName' failed to satisfy constraint:
+  Member must not be null; Value 'X' at 'select' failed to satisfy constraint: ...".
+Unknown members are ignored, as the service ignores them.
+Cross-field rules stay in the operation's own code, after `check_request`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SerializationException, ValidationException
+
+TABLE_NAME_PATTERN = "[a-zA-Z0-9_.-]+"
+_TYPE_NAMES = {"string": str, "integer": int, "boolean": bool, "map": dict, "list": list, "structure": dict}
+
+
+@dataclass(frozen=True)
+class Field:
+    type: str = "string"  # string | integer | boolean | map | list | structure | any
+    required: bool = False
+    enum: tuple[str, ...] | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    members: dict[str, Field] | None = None  # structure members
+    item: Field | None = None  # list element / map value
+    wire_name: str | None = None  # the lowerCamelCase name in messages (derived when absent)
+    enum_order: tuple[str, ...] | None = None  # order in which DynamoDB prints the enum set, when it differs
+
+
+def Str(**kw: Any) -> Field:
+    return Field(type="string", **kw)
+
+
+def Int(**kw: Any) -> Field:
+    return Field(type="integer", **kw)
+
+
+def Bool(**kw: Any) -> Field:
+    return Field(type="boolean", **kw)
+
+
+def Struct(members: dict[str, Field], **kw: Any) -> Field:
+    return Field(type="structure", members=members, **kw)
+
+
+def List(item: Field, **kw: Any) -> Field:
+    return Field(type="list", item=item, **kw)
+
+
+def Map(item: Field, **kw: Any) -> Field:
+    return Field(type="map", item=item, **kw)
+
+
+def AnyValue(**kw: Any) -> Field:
+    return Field(type="any", **kw)
+
+
+def TableNameField(required: bool = True) -> Field:
+    return Str(required=required, min_length=3, max_length=255, pattern=TABLE_NAME_PATTERN)
+
+
+def camel(name: str) -> str:
+    return name[:1].lower() + name[1:]
+
+
+def check_request(request: dict, spec: dict[str, Field]) -> None:
+    errors: list[str] = []
+    _check_members(request, spec, "", errors)
+    if errors:
+        raise constraint_error(errors)
+
+
+def constraint_error(errors: list[str]) -> ValidationException:
+    count = len(errors)
+    noun = "error" if count == 1 else "errors"
+    return ValidationException(f"{count} validation {noun} detected: " + "; ".join(errors))
+
+
+def _check_members(data: dict, spec: dict[str, Field], prefix: str, errors: list[str]) -> None:
+    for name, f in spec.items():
+        path = prefix + (f.wire_name or camel(name))
+        _check_value(data.get(name), f, path, errors)
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _check_value(value: Any, f: Field, path: str, errors: list[str]) -> None:
+    if value is None:
+        if f.required:
+            errors.append(f"Value null at '{path}' failed to satisfy constraint: Member must not be null")
+        return
+    if f.type != "any":
+        expected = _TYPE_NAMES[f.type]
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise SerializationException(f"Unexpected value type for '{path}': expected {f.type}")
+    prefix = f"Value '{_show(value)}' at '{path}' failed to satisfy constraint: "
+    if f.enum is not None and value not in f.enum:
+        shown = ", ".join(f.enum_order or f.enum)
+        errors.append(prefix + f"Member must satisfy enum value set: [{shown}]")
+        return
+    if f.min_length is not None or f.max_length is not None:
+        length = len(value)
+        if f.min_length is not None and length < f.min_length:
+            errors.append(prefix + f"Member must have length greater than or equal to {f.min_length}")
+        if f.max_length is not None and length > f.max_length:
+            errors.append(prefix + f"Member must have length less than or equal to {f.max_length}")
+    if f.pattern is not None and isinstance(value, str):
+        if not re.fullmatch(f.pattern, value):
+            errors.append(prefix + f"Member must satisfy regular expression pattern: {f.pattern}")
+    if f.minimum is not None and value < f.minimum:
+        errors.append(prefix + f"Member must have value greater than or equal to {f.minimum}")
+    if f.maximum is not None and value > f.maximum:
+        errors.append(prefix + f"Member must have value less than or equal to {f.maximum}")
+    if f.type == "structure" and f.members:
+        _check_members(value, f.members, path + ".", errors)
+    elif f.type == "list" and f.item is not None:
+        for i, element in enumerate(value, 1):
+            _check_value(element, f.item, f"{path}.{i}.member", errors)
+    elif f.type == "map" and f.item is not None:
+        for key, element in value.items():
+            _check_value(element, f.item, f"{path}.{key}.member", errors)

@@ -1,0 +1,332 @@
+"""AttributeValues: validation, normalisation, comparison, size accounting and order-preserving key encoding.
+
+Theory of operation
+- Items travel through the engine in their wire form, `{"name": {"S": "x"}, ...}`, so the hot path never converts
+  back and forth. Every value entering the engine passes `normalize_value` once: numbers become DynamoDB's canonical
+  text (no exponent, no leading or trailing zeros; 38 significant digits, range 1E-130 .. 9.99..E+125), binary becomes
+  canonical base64, sets lose nothing but are checked for emptiness and duplicates. After that, equality is equality
+  of the normalised JSON, except for sets, whose order does not matter.
+- Numbers are never floats: `Decimal` with a 38-digit context does the arithmetic and the comparisons.
+- Key values are encoded to bytes whose unsigned byte order is DynamoDB's order (S by UTF-8 bytes, N numerically,
+  B by unsigned bytes), so storage can sort and range-scan keys as plain blobs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import decimal
+from decimal import Decimal
+from typing import Any
+
+from .errors import SerializationException, ValidationException, invalid_parameter
+
+MAX_ITEM_BYTES = 400 * 1024
+MAX_NESTING_DEPTH = 32
+MAX_DIGITS = 38
+MAX_MAGNITUDE = Decimal("9.9999999999999999999999999999999999999E+125")
+MIN_MAGNITUDE = Decimal("1E-130")
+
+SCALAR_TYPES = frozenset({"S", "N", "B"})
+SET_TYPES = frozenset({"SS", "NS", "BS"})
+ALL_TYPES = frozenset({"S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS"})
+SET_ELEMENT_TYPE = {"SS": "S", "NS": "N", "BS": "B"}
+_SET_NAMES = {"SS": "string", "NS": "number", "BS": "binary"}
+
+# Arithmetic context wide enough that adding two legal numbers is exact before the range check.
+NUMBER_CONTEXT = decimal.Context(prec=MAX_DIGITS + 2, Emax=999999, Emin=-999999, traps=[decimal.InvalidOperation])
+
+
+# ---------------------------------------------------------------------------------------------------------- numbers
+
+
+def parse_number(text: Any) -> Decimal:
+    """The Decimal a wire number denotes, checked against DynamoDB's precision and range."""
+    if not isinstance(text, str):
+        raise SerializationException(f"NUMBER_VALUE cannot be converted to String")
+    stripped = text.strip()
+    try:
+        value = Decimal(stripped)
+    except decimal.InvalidOperation:
+        raise ValidationException("A value provided cannot be converted into a number") from None
+    if not value.is_finite() or stripped != text or not stripped:
+        raise ValidationException("A value provided cannot be converted into a number")
+    return check_number(value)
+
+
+def check_number(value: Decimal) -> Decimal:
+    """Raise DynamoDB's overflow/underflow/precision errors; return the value with trailing zeros removed."""
+    if value.is_zero():
+        return Decimal(0)
+    normalized = value.normalize(NUMBER_CONTEXT)
+    if len(normalized.as_tuple().digits) > MAX_DIGITS:
+        raise ValidationException("Attempting to store more than 38 significant digits in a Number")
+    magnitude = normalized.copy_abs()  # abs() would round to the default 28-digit context
+    if magnitude > MAX_MAGNITUDE:
+        raise ValidationException(
+            "Number overflow. Attempting to store a number with magnitude larger than supported range"
+        )
+    if magnitude < MIN_MAGNITUDE:
+        raise ValidationException(
+            "Number underflow. Attempting to store a number with magnitude smaller than supported range"
+        )
+    return normalized
+
+
+def format_number(value: Decimal) -> str:
+    """DynamoDB's canonical text for a number: positional notation, no superfluous zeros."""
+    if value.is_zero():
+        return "0"
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def normalize_number(text: Any) -> str:
+    return format_number(parse_number(text))
+
+
+def number_value(value: dict) -> Decimal:
+    """The Decimal of an already normalised {"N": ...} value."""
+    return Decimal(value["N"])
+
+
+# ----------------------------------------------------------------------------------------------------------- binary
+
+
+def decode_binary(text: Any) -> bytes:
+    if not isinstance(text, str):
+        raise SerializationException("Binary value must be a base64 encoded string")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise SerializationException(
+            f"Base64 encoded length is expected a multiple of 4 bytes but found: {len(text)}"
+            if len(text) % 4
+            else "Invalid base64 encoding of binary value"
+        ) from None
+
+
+def encode_binary(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+# ------------------------------------------------------------------------------------------------- normalisation
+
+
+def normalize_value(value: Any, depth: int = 1) -> dict:
+    """Validate one AttributeValue and return its canonical form. `depth` is this value's nesting level."""
+    if not isinstance(value, dict):
+        raise SerializationException("Unexpected value type in payload: expected an AttributeValue object")
+    if len(value) != 1:
+        if not value:
+            raise ValidationException(
+                "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
+            )
+        known = [k for k in value if k in ALL_TYPES]
+        if len(known) > 1:
+            raise ValidationException(
+                "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported"
+                " datatypes"
+            )
+        if not known:
+            raise ValidationException(
+                "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
+            )
+        raise SerializationException(f"Unexpected field in AttributeValue: {sorted(set(value) - ALL_TYPES)[0]}")
+    ((kind, inner),) = value.items()
+    if kind == "S":
+        if not isinstance(inner, str):
+            raise SerializationException("STRING_VALUE can not be converted to a String")
+        return value
+    if kind == "N":
+        return {"N": normalize_number(inner)}
+    if kind == "B":
+        return {"B": encode_binary(decode_binary(inner))}
+    if kind == "BOOL":
+        if not isinstance(inner, bool):
+            raise SerializationException("BOOL value must be a JSON boolean")
+        return value
+    if kind == "NULL":
+        if inner is not True:
+            if not isinstance(inner, bool):
+                raise SerializationException("NULL value must be a JSON boolean")
+            raise invalid_parameter("Null attribute value types must have the value of true")
+        return value
+    if kind == "M":
+        if not isinstance(inner, dict):
+            raise SerializationException("Map value must be a JSON object")
+        if depth > MAX_NESTING_DEPTH:
+            raise ValidationException("Nesting Levels have exceeded supported limits")
+        return {"M": {name: normalize_value(v, depth + 1) for name, v in inner.items()}}
+    if kind == "L":
+        if not isinstance(inner, list):
+            raise SerializationException("List value must be a JSON array")
+        if depth > MAX_NESTING_DEPTH:
+            raise ValidationException("Nesting Levels have exceeded supported limits")
+        return {"L": [normalize_value(v, depth + 1) for v in inner]}
+    if kind in SET_TYPES:
+        return {kind: normalize_set(kind, inner)}
+    raise SerializationException(f"Unexpected field in AttributeValue: {kind}")
+
+
+def normalize_set(kind: str, elements: Any) -> list[str]:
+    if not isinstance(elements, list):
+        raise SerializationException(f"{kind} value must be a JSON array")
+    if not elements:
+        raise invalid_parameter(f"An {_SET_NAMES[kind]} set  may not be empty")
+    if kind == "SS":
+        if not all(isinstance(e, str) for e in elements):
+            raise SerializationException("STRING_VALUE can not be converted to a String")
+        normalized = list(elements)
+    elif kind == "NS":
+        normalized = [normalize_number(e) for e in elements]
+    else:
+        normalized = [encode_binary(decode_binary(e)) for e in elements]
+    if len(set(normalized)) != len(normalized):
+        shown = ", ".join(elements if kind != "BS" else normalized)
+        raise invalid_parameter(f"Input collection [{shown}] contains duplicates.")
+    return normalized
+
+
+def normalize_item(item: Any) -> dict[str, dict]:
+    """Validate and normalise a whole item (a map of attribute name to AttributeValue)."""
+    if not isinstance(item, dict):
+        raise SerializationException("Item must be a JSON object")
+    out = {}
+    for name, value in item.items():
+        if name == "":
+            raise ValidationException("One or more parameter values are not valid. An attribute name cannot be empty.")
+        out[name] = normalize_value(value)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------ comparison
+
+
+def values_equal(a: dict | None, b: dict | None) -> bool:
+    """DynamoDB equality: same type and value; sets ignore order. Both sides must be normalised."""
+    if a is None or b is None:
+        return a is b
+    (ka, va), = a.items()
+    (kb, vb), = b.items()
+    if ka != kb:
+        return False
+    if ka in SET_TYPES:
+        return set(va) == set(vb)
+    if ka == "M":
+        return va.keys() == vb.keys() and all(values_equal(va[k], vb[k]) for k in va)
+    if ka == "L":
+        return len(va) == len(vb) and all(values_equal(x, y) for x, y in zip(va, vb))
+    return va == vb
+
+
+def compare_scalars(a: dict, b: dict) -> int | None:
+    """-1/0/1 for two values of the same scalar type (S, N, B); None when they cannot be ordered."""
+    (ka, va), = a.items()
+    (kb, vb), = b.items()
+    if ka != kb or ka not in SCALAR_TYPES:
+        return None
+    if ka == "N":
+        x, y = Decimal(va), Decimal(vb)
+    elif ka == "B":
+        x, y = base64.b64decode(va), base64.b64decode(vb)
+    else:
+        # Python compares str by code point, which is the order of their UTF-8 bytes.
+        x, y = va, vb
+    return (x > y) - (x < y)
+
+
+def value_type(value: dict) -> str:
+    return next(iter(value))
+
+
+# ------------------------------------------------------------------------------------------------------------ size
+
+
+def number_size(text: str) -> int:
+    """About one byte per two significant digits, plus one (DynamoDB's capacity-unit rules)."""
+    digits = text.lstrip("-").replace(".", "").strip("0")
+    return (len(digits) + 1) // 2 + 1
+
+
+def value_size(value: dict) -> int:
+    (kind, inner), = value.items()
+    if kind == "S":
+        return len(inner.encode("utf-8"))
+    if kind == "N":
+        return number_size(inner)
+    if kind == "B":
+        return len(base64.b64decode(inner))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode("utf-8")) + value_size(v) + 1 for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(value_size(v) + 1 for v in inner)
+    if kind == "SS":
+        return sum(len(e.encode("utf-8")) for e in inner)
+    if kind == "NS":
+        return sum(number_size(e) for e in inner)
+    return sum(len(base64.b64decode(e)) for e in inner)
+
+
+def item_size(item: dict[str, dict]) -> int:
+    """Bytes DynamoDB counts for an item: attribute names (UTF-8) plus values."""
+    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
+
+
+# --------------------------------------------------------------------------------------------------- key encoding
+
+
+def encode_key_value(value: dict) -> bytes:
+    """Bytes whose unsigned lexicographic order is DynamoDB's order for the value's (scalar) type."""
+    (kind, inner), = value.items()
+    if kind == "S":
+        return inner.encode("utf-8")
+    if kind == "B":
+        return base64.b64decode(inner)
+    return encode_number(Decimal(inner))
+
+
+def encode_number(value: Decimal) -> bytes:
+    """Order-preserving bytes for a DynamoDB number.
+
+    Layout: a sign class byte (0x01 negative, 0x02 zero, 0x03 positive), then the adjusted decimal exponent shifted
+    into 0..255, then the significant digits as ASCII. Trailing zeros are never present (numbers are normalised), so
+    a shorter digit string that is a prefix of a longer one is the smaller magnitude. Negatives complement exponent
+    and digits and end with 0xFF so that the larger magnitude sorts first.
+    """
+    if value.is_zero():
+        return b"\x02"
+    sign, digits, exponent = value.normalize(NUMBER_CONTEXT).as_tuple()
+    adjusted = exponent + len(digits) - 1  # -130 .. 125
+    exp_byte = adjusted + 130
+    digit_bytes = bytes(48 + d for d in digits)
+    if not sign:
+        return b"\x03" + bytes((exp_byte,)) + digit_bytes
+    return b"\x01" + bytes((255 - exp_byte,)) + bytes(255 - b for b in digit_bytes) + b"\xff"
+
+
+def decode_number_key(raw: bytes) -> str:
+    """Inverse of `encode_number`, as canonical number text."""
+    if raw == b"\x02":
+        return "0"
+    if raw[0] == 3:
+        adjusted = raw[1] - 130
+        digits = raw[2:].decode("ascii")
+        sign = ""
+    else:
+        adjusted = (255 - raw[1]) - 130
+        digits = bytes(255 - b for b in raw[2:-1]).decode("ascii")
+        sign = "-"
+    return format_number(Decimal(f"{sign}{digits[0]}.{digits[1:] or '0'}E{adjusted}"))
+
+
+def decode_key_value(kind: str, raw: bytes) -> dict:
+    if kind == "S":
+        return {"S": raw.decode("utf-8")}
+    if kind == "B":
+        return {"B": encode_binary(raw)}
+    return {"N": decode_number_key(raw)}
