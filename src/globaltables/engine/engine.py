@@ -24,17 +24,7 @@ Handler = Callable[["Engine", dict], dict]
 
 # Every operation of the DynamoDB_20120810 API. Those without a module here are refused clearly, not as unknown.
 DYNAMODB_OPERATIONS = frozenset(
-    """BatchExecuteStatement BatchGetItem BatchWriteItem CreateBackup CreateGlobalTable CreateTable DeleteBackup
-    DeleteItem DeleteResourcePolicy DeleteTable DescribeBackup DescribeContinuousBackups DescribeContributorInsights
-    DescribeEndpoints DescribeExport DescribeGlobalTable DescribeGlobalTableSettings DescribeImport
-    DescribeKinesisStreamingDestination DescribeLimits DescribeTable DescribeTableReplicaAutoScaling
-    DescribeTimeToLive DisableKinesisStreamingDestination EnableKinesisStreamingDestination ExecuteStatement
-    ExecuteTransaction ExportTableToPointInTime GetItem GetResourcePolicy ImportTable ListBackups
-    ListContributorInsights ListExports ListGlobalTables ListImports ListTables ListTagsOfResource PutItem
-    PutResourcePolicy Query RestoreTableFromBackup RestoreTableToPointInTime Scan TagResource TransactGetItems
-    TransactWriteItems UntagResource UpdateContinuousBackups UpdateContributorInsights UpdateGlobalTable
-    UpdateGlobalTableSettings UpdateItem UpdateKinesisStreamingDestination UpdateTable
-    UpdateTableReplicaAutoScaling UpdateTimeToLive""".split()
+    ["BatchExecuteStatement", "BatchGetItem", "BatchWriteItem", "CreateBackup", "CreateGlobalTable", "CreateTable", "DeleteBackup", "DeleteItem", "DeleteResourcePolicy", "DeleteTable", "DescribeBackup", "DescribeContinuousBackups", "DescribeContributorInsights", "DescribeEndpoints", "DescribeExport", "DescribeGlobalTable", "DescribeGlobalTableSettings", "DescribeImport", "DescribeKinesisStreamingDestination", "DescribeLimits", "DescribeTable", "DescribeTableReplicaAutoScaling", "DescribeTimeToLive", "DisableKinesisStreamingDestination", "EnableKinesisStreamingDestination", "ExecuteStatement", "ExecuteTransaction", "ExportTableToPointInTime", "GetItem", "GetResourcePolicy", "ImportTable", "ListBackups", "ListContributorInsights", "ListExports", "ListGlobalTables", "ListImports", "ListTables", "ListTagsOfResource", "PutItem", "PutResourcePolicy", "Query", "RestoreTableFromBackup", "RestoreTableToPointInTime", "Scan", "TagResource", "TransactGetItems", "TransactWriteItems", "UntagResource", "UpdateContinuousBackups", "UpdateContributorInsights", "UpdateGlobalTable", "UpdateGlobalTableSettings", "UpdateItem", "UpdateKinesisStreamingDestination", "UpdateTable", "UpdateTableReplicaAutoScaling", "UpdateTimeToLive"]
 )
 
 PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})

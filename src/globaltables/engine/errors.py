@@ -52,8 +52,9 @@ class UnknownOperationException(DynamoError):
 
 
 class MissingAuthenticationTokenException(DynamoError):
+    # Lower-case `message`, unlike AccessDenied: {"...#MissingAuthenticationTokenException","message":"Request is
+    # missing Authentication Token"} is what DynamoDB sends (dynalite's tests, recorded against the live service).
     namespace = SERVICE_NAMESPACE
-    message_member = "Message"
 
 
 class AccessDeniedException(DynamoError):

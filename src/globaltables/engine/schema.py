@@ -76,12 +76,16 @@ class KeySchema:
             pairs.append((self.range_name, self.range_type))
         return pairs
 
-    def _encode(self, values: dict) -> tuple[bytes, bytes]:
-        hash_value = values[self.hash_name]
+    def encode_partition(self, hash_value: dict) -> bytes:
+        """The encoded partition key, after DynamoDB's emptiness and size checks."""
         check_key_not_empty(self.hash_name, hash_value)
         pk = encode_key_value(hash_value)
-        if len(pk) > MAX_PARTITION_KEY_BYTES or _raw_len(hash_value) > MAX_PARTITION_KEY_BYTES:
+        if _raw_len(hash_value) > MAX_PARTITION_KEY_BYTES:
             raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
+        return pk
+
+    def _encode(self, values: dict) -> tuple[bytes, bytes]:
+        pk = self.encode_partition(values[self.hash_name])
         if self.range_name is None:
             return pk, b""
         range_value = values[self.range_name]
@@ -121,8 +125,18 @@ class IndexDefinition:
     projection_type: str = "ALL"  # ALL | KEYS_ONLY | INCLUDE
     non_key_attributes: list[str] = field(default_factory=list)
     status: str = "ACTIVE"
-    provisioned: dict | None = None
+    provisioned: dict | None = None  # GSIs: ReadCapacityUnits, WriteCapacityUnits, Last*DateTime, decreases
     backfilling: bool = False
+    on_demand: dict | None = None  # GSIs: OnDemandThroughput as last set
+    warm_throughput: dict | None = None  # GSIs: WarmThroughput as last set
+
+    @property
+    def projection(self) -> dict:
+        """The `Projection` structure as CreateTable took it and DescribeTable reports it."""
+        out: dict = {"ProjectionType": self.projection_type}
+        if self.projection_type == "INCLUDE" and self.non_key_attributes:
+            out["NonKeyAttributes"] = list(self.non_key_attributes)
+        return out
 
 
 @dataclass(slots=True)
@@ -143,14 +157,41 @@ class TableDefinition:
     deletion_protection: bool = False
     table_class: str = "STANDARD"
     tags: list[dict] = field(default_factory=list)
-    billing_mode_updated: float | None = None
+    billing_mode_updated: float | None = None  # LastUpdateToPayPerRequestDateTime
     extra: dict = field(default_factory=dict)  # description fields with no behaviour behind them
+    sse: dict | None = None  # SSEDescription when encrypted with a KMS key; None for the AWS owned key
+    on_demand: dict | None = None  # OnDemandThroughput as last set
+    warm_throughput: dict | None = None  # WarmThroughput as last set
+    billing_mode_explicit: bool = False  # DynamoDB shows BillingModeSummary once a mode was asked for
+    table_class_updated: float | None = None  # TableClassSummary.LastUpdateDateTime
 
     def index(self, name: str) -> IndexDefinition | None:
         for index in (*self.gsis, *self.lsis):
             if index.name == name:
                 return index
         return None
+
+    def index_arn(self, index_name: str) -> str:
+        return f"{self.arn}/index/{index_name}"
+
+    @property
+    def stream_enabled(self) -> bool:
+        return bool(self.stream and self.stream.get("StreamEnabled"))
+
+    @property
+    def stream_arn(self) -> str | None:
+        """The latest stream's ARN; it outlives a disabled stream, as DynamoDB keeps it readable for 24 hours."""
+        label = self.stream.get("LatestStreamLabel") if self.stream else None
+        return f"{self.arn}/stream/{label}" if label else None
+
+    def key_attribute_names(self) -> list[str]:
+        """Every attribute used by the table's or an index's key schema, in first-use order."""
+        names: list[str] = []
+        for key in (self.key, *(index.key for index in (*self.lsis, *self.gsis))):
+            for name in key.names:
+                if name not in names:
+                    names.append(name)
+        return names
 
     def to_dict(self) -> dict:
         return asdict(self)

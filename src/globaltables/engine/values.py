@@ -43,7 +43,7 @@ NUMBER_CONTEXT = decimal.Context(prec=MAX_DIGITS + 2, Emax=999999, Emin=-999999,
 def parse_number(text: Any) -> Decimal:
     """The Decimal a wire number denotes, checked against DynamoDB's precision and range."""
     if not isinstance(text, str):
-        raise SerializationException(f"NUMBER_VALUE cannot be converted to String")
+        raise SerializationException("NUMBER_VALUE cannot be converted to String")
     stripped = text.strip()
     try:
         value = Decimal(stripped)
@@ -55,10 +55,14 @@ def parse_number(text: Any) -> Decimal:
 
 
 def check_number(value: Decimal) -> Decimal:
-    """Raise DynamoDB's overflow/underflow/precision errors; return the value with trailing zeros removed."""
+    """Raise DynamoDB's overflow/underflow/precision errors; return the value with trailing zeros removed.
+
+    Digits are counted exactly, on the value as given: rounding first (any Decimal context does) would silently
+    accept a 39-digit number as its 38-digit neighbour.
+    """
     if value.is_zero():
         return Decimal(0)
-    normalized = value.normalize(NUMBER_CONTEXT)
+    normalized = strip_zeros(value)
     if len(normalized.as_tuple().digits) > MAX_DIGITS:
         raise ValidationException("Attempting to store more than 38 significant digits in a Number")
     magnitude = normalized.copy_abs()  # abs() would round to the default 28-digit context
@@ -71,6 +75,18 @@ def check_number(value: Decimal) -> Decimal:
             "Number underflow. Attempting to store a number with magnitude smaller than supported range"
         )
     return normalized
+
+
+def strip_zeros(value: Decimal) -> Decimal:
+    """The same number with leading and trailing zero digits removed from its coefficient, without rounding."""
+    sign, digits, exponent = value.as_tuple()
+    digits = list(digits)
+    while len(digits) > 1 and digits[0] == 0:
+        digits.pop(0)
+    while len(digits) > 1 and digits[-1] == 0:
+        digits.pop()
+        exponent += 1
+    return Decimal((sign, tuple(digits), exponent))
 
 
 def format_number(value: Decimal) -> str:
@@ -246,9 +262,19 @@ def value_type(value: dict) -> str:
 
 
 def number_size(text: str) -> int:
-    """About one byte per two significant digits, plus one (DynamoDB's capacity-unit rules)."""
-    digits = text.lstrip("-").replace(".", "").strip("0")
-    return (len(digits) + 1) // 2 + 1
+    """Bytes of a stored number: about one per two significant digits, plus one (and one for a minus sign).
+
+    The exact rule follows the base-100 digit pairs DynamoDB stores: digits are paired from the decimal point, so a
+    coefficient whose pairing leaves a half-filled pair at both ends costs one byte more.
+    """
+    value = Decimal(text)
+    if value.is_zero():
+        return 1
+    sign, digits, exponent = value.as_tuple()
+    count = len(digits)
+    adjusted = exponent + count - 1
+    size = 1 + (count + 1) // 2 + (0 if (count % 2 or adjusted % 2) else 1)
+    return size + (1 if sign else 0)
 
 
 def value_size(value: dict) -> int:
@@ -300,7 +326,7 @@ def encode_number(value: Decimal) -> bytes:
     """
     if value.is_zero():
         return b"\x02"
-    sign, digits, exponent = value.normalize(NUMBER_CONTEXT).as_tuple()
+    sign, digits, exponent = strip_zeros(value).as_tuple()
     adjusted = exponent + len(digits) - 1  # -130 .. 125
     exp_byte = adjusted + 130
     digit_bytes = bytes(48 + d for d in digits)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,13 +54,19 @@ def partition_hash(pk: bytes) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ItemWrite:
-    """One item change inside a `write` batch: `item` None deletes the key."""
+    """One item change inside a `write` batch: `item` None deletes the key; `old` is the version it replaces."""
 
     table: str
     pk: bytes
     sk: bytes
     item: dict | None
     size: int = 0
+    old: dict | None = None
+
+
+# A commit hook runs inside the write transaction, after the item rows are written, with the open connection and
+# the batch; index maintenance and the change log are hooks, so they commit (or roll back) with the items.
+CommitHook = Callable[[sqlite3.Connection, list[ItemWrite]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,7 @@ class SqliteStore:
             self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._tids: dict[str, int] = {}
+        self.commit_hooks: list[CommitHook] = []
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
             self._tids[name] = tid
 
@@ -136,8 +143,11 @@ class SqliteStore:
         ).fetchone()
         return orjson.loads(row[0]) if row else None
 
+    def table_id(self, table: str) -> int:
+        return self._tids[table]
+
     def write(self, writes: list[ItemWrite]) -> None:
-        """Apply a batch of item writes atomically and durably."""
+        """Apply a batch of item writes, and what the commit hooks add to it, atomically and durably."""
         db = self.db
         db.execute("BEGIN")
         try:
@@ -151,6 +161,8 @@ class SqliteStore:
                         "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size) VALUES (?, ?, ?, ?, ?, ?)",
                         (tid, h, w.pk, w.sk, orjson.dumps(w.item), w.size),
                     )
+            for hook in self.commit_hooks:
+                hook(db, writes)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

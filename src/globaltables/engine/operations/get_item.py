@@ -1,0 +1,39 @@
+"""GetItem: one item by key. A single region is always consistent; ConsistentRead matters once replication lands."""
+
+from __future__ import annotations
+
+from .. import capacity
+from ..expressions import parse_projection, project
+from ..validation import Bool, Field, Map, Str, TableNameField, check_request
+from ..values import item_size
+from .read_modify_write import RETURN_CONSUMED_CAPACITY, expression_context
+
+FIELDS = {
+    "TableName": TableNameField(),
+    "Key": Map(Field(type="any"), required=True),
+    "ProjectionExpression": Str(),
+    "ExpressionAttributeNames": Map(Str()),
+    "ConsistentRead": Bool(),
+    "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
+}
+
+
+def handle(engine, request: dict) -> dict:
+    check_request(request, FIELDS)
+    table = engine.table(request["TableName"])
+    pk, sk, _key = table.key.key_from_request(request["Key"])
+    ctx = expression_context(request, "ProjectionExpression", legacy=("AttributesToGet",))
+    paths = None
+    if request.get("ProjectionExpression") is not None:
+        paths = parse_projection(request["ProjectionExpression"], ctx)
+    ctx.check_unused()
+    item = engine.store.get(table.name, pk, sk)
+    response: dict = {}
+    if item is not None:
+        response["Item"] = project(item, paths) if paths is not None else item
+    consistent = bool(request.get("ConsistentRead", False))
+    units = capacity.read_units(item_size(item) if item else 0, consistent)
+    consumed = capacity.consumed(request.get("ReturnConsumedCapacity"), table.name, units, "read")
+    if consumed:
+        response["ConsumedCapacity"] = consumed
+    return response

@@ -1,0 +1,111 @@
+"""One page of a Query or Scan: Limit and the 1 MB cap bound what is read; the filter runs after the read.
+
+DynamoDB reads items in key order until it has read `Limit` items or 1 MB of data (the item that reaches 1 MB is
+part of the page), then filters, then projects.
+Count is the number of items that passed the filter, ScannedCount the number read. LastEvaluatedKey is returned
+whenever the read stopped early (at Limit or at 1 MB), without looking ahead; a following page may then be empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .. import capacity
+from ..errors import ValidationException
+from ..expressions import evaluate_condition, parse_condition, parse_projection, project
+from ..storage.sqlite_store import StoredItem
+from ..validation import Bool, Field, Int, Map, Str, TableNameField
+from .read_modify_write import RETURN_CONSUMED_CAPACITY
+
+MAX_PAGE_BYTES = 1024 * 1024
+
+SELECT = Str(enum=("ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT"))
+
+READ_FIELDS: dict[str, Field] = {
+    "TableName": TableNameField(),
+    "IndexName": Str(min_length=3, max_length=255, pattern="[a-zA-Z0-9_.-]+"),
+    "Select": SELECT,
+    "Limit": Int(minimum=1),
+    "ConsistentRead": Bool(),
+    "ExclusiveStartKey": Map(Field(type="any")),
+    "ProjectionExpression": Str(),
+    "FilterExpression": Str(),
+    "ExpressionAttributeNames": Map(Str()),
+    "ExpressionAttributeValues": Map(Field(type="any")),
+    "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
+}
+
+
+@dataclass
+class ReadPlan:
+    """The parts of a Query/Scan request that decide what a page returns."""
+
+    limit: int | None
+    filter: Any
+    projection: list | None
+    select: str
+    consistent: bool
+    return_capacity: str | None
+
+
+def read_plan(request: dict, ctx) -> ReadPlan:
+    select = request.get("Select")
+    projection_text = request.get("ProjectionExpression")
+    if select == "SPECIFIC_ATTRIBUTES" and projection_text is None:
+        raise ValidationException(
+            "Must specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES"
+        )
+    if projection_text is not None and select not in (None, "SPECIFIC_ATTRIBUTES"):
+        raise ValidationException(
+            "Cannot specify the ProjectionExpression when choosing to get "
+            + ("only the Count" if select == "COUNT" else select)
+        )
+    filter_ast = None
+    if request.get("FilterExpression") is not None:
+        filter_ast = parse_condition(request["FilterExpression"], ctx, "FilterExpression")
+    projection = parse_projection(projection_text, ctx) if projection_text is not None else None
+    return ReadPlan(
+        limit=request.get("Limit"),
+        filter=filter_ast,
+        projection=projection,
+        select=select or ("SPECIFIC_ATTRIBUTES" if projection is not None else "ALL_ATTRIBUTES"),
+        consistent=bool(request.get("ConsistentRead", False)),
+        return_capacity=request.get("ReturnConsumedCapacity"),
+    )
+
+
+def read_page(
+    rows: Iterator[StoredItem], plan: ReadPlan, table_name: str, last_key: Callable[[StoredItem], dict]
+) -> dict:
+    items: list[dict] = []
+    scanned = 0
+    read_bytes = 0
+    last: StoredItem | None = None
+    stopped = False
+    for row in rows:
+        scanned += 1
+        read_bytes += row.size
+        last = row
+        if plan.filter is None or evaluate_condition(plan.filter, row.item):
+            items.append(row.item)
+        if (plan.limit is not None and scanned >= plan.limit) or read_bytes >= MAX_PAGE_BYTES:
+            stopped = True
+            break
+    close = getattr(rows, "close", None)
+    if close is not None:
+        close()
+    response: dict = {"Count": len(items), "ScannedCount": scanned}
+    if plan.select != "COUNT":
+        if plan.projection is not None:
+            response["Items"] = [project(item, plan.projection) for item in items]
+        else:
+            response["Items"] = items
+    if stopped and last is not None:
+        response["LastEvaluatedKey"] = last_key(last)
+    units = capacity.read_units(read_bytes, plan.consistent)
+    consumed = capacity.consumed(plan.return_capacity, table_name, units, "read")
+    if consumed:
+        response["ConsumedCapacity"] = consumed
+    return response

@@ -1,0 +1,55 @@
+"""PutItem: replace a whole item, optionally under a condition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ValidationException
+from ..validation import Field, Map
+from ..values import normalize_item
+from .read_modify_write import (
+    LEGACY_WRITE_PARAMETERS,
+    WriteRequest,
+    check_write_fields,
+    execute,
+    expression_context,
+    parse_condition_expression,
+)
+
+FIELDS = {"Item": Map(Field(type="any"), required=True)}
+
+
+@dataclass
+class PutRequest(WriteRequest):
+    item: dict | None = None
+
+    def apply(self, old: dict | None) -> dict | None:
+        return self.item
+
+
+def prepare(engine, request: dict) -> PutRequest:
+    check_write_fields(request, FIELDS)
+    table = engine.table(request["TableName"])
+    return_values = request.get("ReturnValues", "NONE")
+    if return_values not in ("NONE", "ALL_OLD"):
+        raise ValidationException("ReturnValues can only be ALL_OLD or NONE")
+    item = normalize_item(request["Item"])
+    pk, sk = table.key.key_from_item(item)
+    ctx = expression_context(request, "ConditionExpression", legacy=LEGACY_WRITE_PARAMETERS)
+    condition = parse_condition_expression(request, ctx)
+    ctx.check_unused()
+    return PutRequest(
+        table=table,
+        pk=pk,
+        sk=sk,
+        key=table.key.key_of(item),
+        condition=condition,
+        return_values=return_values,
+        return_on_ccf=request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
+        return_capacity=request.get("ReturnConsumedCapacity", "NONE"),
+        item=item,
+    )
+
+
+def handle(engine, request: dict) -> dict:
+    return execute(engine, prepare(engine, request))

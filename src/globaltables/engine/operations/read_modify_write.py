@@ -1,0 +1,114 @@
+"""The shape shared by PutItem, UpdateItem and DeleteItem (and later by transactions, batches and replication).
+
+Rule 1: `prepare` validates everything it can before any data is read: parameters, key, expressions, placeholders.
+Rule 2: `WriteRequest.apply(old)` is a pure function of the previous item: it builds the new item (or None for a
+delete) and never mutates its input, so it can run more than once (a retried strong write re-evaluates it against
+the newer version it was rejected for).
+Rule 3: `execute` reads the old item, checks the condition, applies, checks the result's size, and commits through
+`Engine.commit`, the single write path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import capacity
+from ..errors import ConditionalCheckFailedException, ValidationException
+from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
+from ..schema import TableDefinition, validate_item_size
+from ..storage.sqlite_store import ItemWrite
+from ..validation import Field, Map, Str, TableNameField, check_request
+from ..values import item_size
+
+LEGACY_WRITE_PARAMETERS = ("Expected", "ConditionalOperator")
+
+RETURN_VALUES = Str(enum=("NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"))
+RETURN_VALUES_ON_CCF = Str(enum=("ALL_OLD", "NONE"), wire_name="returnValuesOnConditionCheckFailure")
+RETURN_CONSUMED_CAPACITY = Str(enum=("INDEXES", "TOTAL", "NONE"))
+RETURN_ITEM_COLLECTION_METRICS = Str(enum=("SIZE", "NONE"))
+
+COMMON_WRITE_FIELDS: dict[str, Field] = {
+    "TableName": TableNameField(),
+    "ConditionExpression": Str(),
+    "ExpressionAttributeNames": Map(Str()),
+    "ExpressionAttributeValues": Map(Field(type="any")),
+    "ReturnValues": RETURN_VALUES,
+    "ReturnValuesOnConditionCheckFailure": RETURN_VALUES_ON_CCF,
+    "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
+    "ReturnItemCollectionMetrics": RETURN_ITEM_COLLECTION_METRICS,
+}
+
+
+def expression_context(request: dict, *expression_fields: str, legacy: tuple[str, ...] = ()) -> ExpressionContext:
+    """The request's placeholder context, after DynamoDB's request-level rules on expression parameters."""
+    check_expression_parameters(request, expression_fields, legacy)
+    refuse_legacy(request, legacy)
+    return ExpressionContext(request.get("ExpressionAttributeNames"), request.get("ExpressionAttributeValues"))
+
+
+def refuse_legacy(request: dict, parameters: tuple[str, ...]) -> None:
+    for name in parameters:
+        if request.get(name) is not None:
+            raise ValidationException(f"The legacy parameter {name} is not supported yet; use expressions instead")
+
+
+@dataclass
+class WriteRequest:
+    """A validated single-item write, ready to run against the item's previous version."""
+
+    table: TableDefinition
+    pk: bytes
+    sk: bytes
+    key: dict
+    condition: Any = None
+    return_values: str = "NONE"
+    return_on_ccf: str = "NONE"
+    return_capacity: str = "NONE"
+    size_error: str = "Item size has exceeded the maximum allowed size"
+    extras: dict = field(default_factory=dict)
+
+    def apply(self, old: dict | None) -> dict | None:
+        raise NotImplementedError
+
+    def check_condition(self, old: dict | None) -> None:
+        if self.condition is not None and not evaluate_condition(self.condition, old):
+            item = old if (self.return_on_ccf == "ALL_OLD" and old is not None) else None
+            raise ConditionalCheckFailedException(item=item)
+
+    def response(self, old: dict | None, new: dict | None) -> dict:
+        """ReturnValues for PutItem/DeleteItem: only NONE and ALL_OLD exist there."""
+        out: dict = {}
+        if self.return_values == "ALL_OLD" and old is not None:
+            out["Attributes"] = old
+        return out
+
+
+def check_write_fields(request: dict, extra: dict[str, Field]) -> None:
+    check_request(request, {**COMMON_WRITE_FIELDS, **extra})
+
+
+def execute(engine, request: WriteRequest) -> dict:
+    """Read, check, apply, size-check and commit one item write; build its response."""
+    table = request.table
+    old = engine.store.get(table.name, request.pk, request.sk)
+    request.check_condition(old)
+    new = request.apply(old)
+    size = validate_item_size(new, request.size_error) if new is not None else 0
+    if new is not None or old is not None:
+        engine.commit([ItemWrite(table.name, request.pk, request.sk, new, size, old)])
+    response = request.response(old, new)
+    units = capacity.write_units(max(size, _size_of(old)))
+    consumed = capacity.consumed(request.return_capacity, table.name, units, "write")
+    if consumed:
+        response["ConsumedCapacity"] = consumed
+    return response
+
+
+def _size_of(item: dict | None) -> int:
+    return 0 if item is None else item_size(item)
+
+
+def parse_condition_expression(request: dict, ctx: ExpressionContext):
+    text = request.get("ConditionExpression")
+    return None if text is None else parse_condition(text, ctx, "ConditionExpression")

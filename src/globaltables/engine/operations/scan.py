@@ -1,0 +1,62 @@
+"""Scan: every item of a table in partition-hash order; Segment/TotalSegments split the hash space for a parallel
+scan, so every item belongs to exactly one segment."""
+
+from __future__ import annotations
+
+from ..errors import ValidationException
+from ..storage.sqlite_store import HASH_SPACE, partition_hash
+from ..validation import Int, check_request
+from .paging import READ_FIELDS, read_page, read_plan
+from .query import _start_key
+from .read_modify_write import expression_context
+
+FIELDS = {
+    **READ_FIELDS,
+    "Segment": Int(minimum=0, maximum=999999),
+    "TotalSegments": Int(minimum=1, maximum=1000000),
+}
+
+
+def segment_range(segment: int | None, total: int | None) -> tuple[int, int]:
+    if segment is None and total is None:
+        return 0, HASH_SPACE
+    if total is None:
+        raise ValidationException(
+            "The TotalSegments parameter is required but was not present in the request when Segment parameter is present"
+        )
+    if segment is None:
+        raise ValidationException(
+            "The Segment parameter is required but was not present in the request when parameter TotalSegments is present"
+        )
+    if segment >= total:
+        raise ValidationException(
+            "The Segment parameter is zero-based and must be less than parameter TotalSegments: "
+            f"Segment: {segment} is not less than TotalSegments: {total}"
+        )
+    return segment * HASH_SPACE // total, (segment + 1) * HASH_SPACE // total
+
+
+def handle(engine, request: dict) -> dict:
+    check_request(request, FIELDS)
+    table = engine.table(request["TableName"])
+    if request.get("IndexName") is not None:
+        if table.index(request["IndexName"]) is None:
+            raise ValidationException(f"The table does not have the specified index: {request['IndexName']}")
+        raise ValidationException("Scans of secondary indexes are not supported yet")
+    segment, total = request.get("Segment"), request.get("TotalSegments")
+    hash_range = segment_range(segment, total)
+    ctx = expression_context(request, "FilterExpression", "ProjectionExpression", legacy=("ScanFilter", "AttributesToGet", "ConditionalOperator"))
+    plan = read_plan(request, ctx)
+    ctx.check_unused()
+    start_after = None
+    if request.get("ExclusiveStartKey") is not None:
+        start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
+        h = partition_hash(start_pk)
+        if not hash_range[0] <= h < hash_range[1]:
+            raise ValidationException(
+                "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey with "
+                f"correct Segment. TotalSegments: {total} Segment: {segment}"
+            )
+        start_after = (h, start_pk, start_sk)
+    rows = engine.store.scan(table.name, hash_range, start_after)
+    return read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))

@@ -1,0 +1,389 @@
+"""Validation of table definitions for CreateTable and UpdateTable.
+
+Field-level constraints are declarative specs (see `validation.py`); the cross-field rules below run after them,
+in the order DynamoDB applies them, and raise the first violation with DynamoDB's text. The texts and their order
+follow the service as dynalite recorded it against live DynamoDB (`validations/createTable.js`,
+`validations/updateTable.js`), extended to today's limits (20 GSIs, 100 projected attributes).
+
+Nothing here reads or changes engine state: the functions take the request and, for UpdateTable, the current
+definition, and return the pieces a new definition is built from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .errors import invalid_parameter, validation
+from .schema import IndexDefinition, KeySchema
+from .validation import TABLE_NAME_PATTERN, Bool, Int, List, Str, Struct, TableNameField
+
+MAX_GSIS = 20
+MAX_LSIS = 5
+MAX_PROJECTED_ATTRIBUTES = 100  # NonKeyAttributes summed over all indexes of a table
+MAX_CAPACITY_UNITS = 1_000_000_000_000  # larger values are "out of bounds", whatever the account's quota
+MAX_TAGS = 50
+
+# ------------------------------------------------------------------------------------------------- field specs
+# Member order inside each spec is the order DynamoDB lists their violations in one message.
+
+
+def key_schema_field() -> List:
+    element = Struct(
+        {
+            "AttributeName": Str(required=True, min_length=1, max_length=255),
+            "KeyType": Str(required=True, enum=("HASH", "RANGE")),
+        }
+    )
+    # At most one HASH and one RANGE element. (DynamoDB now also takes multi-attribute GSI keys; globaltables
+    # keeps the two-element key schema everywhere.)
+    return List(element, required=True, min_length=1, max_length=2)
+
+
+def attribute_definitions_field(required: bool) -> List:
+    element = Struct(
+        {
+            "AttributeName": Str(required=True, min_length=1, max_length=255),
+            "AttributeType": Str(required=True, enum=("S", "N", "B"), enum_order=("B", "N", "S")),
+        }
+    )
+    return List(element, required=required)
+
+
+def provisioned_throughput_field(required: bool = False) -> Struct:
+    return Struct(
+        {
+            "WriteCapacityUnits": Int(required=True, minimum=1),
+            "ReadCapacityUnits": Int(required=True, minimum=1),
+        },
+        required=required,
+    )
+
+
+def index_name_field() -> Str:
+    return Str(required=True, min_length=3, max_length=255, pattern=TABLE_NAME_PATTERN)
+
+
+ON_DEMAND_THROUGHPUT = Struct({"MaxReadRequestUnits": Int(), "MaxWriteRequestUnits": Int()})
+WARM_THROUGHPUT = Struct({"ReadUnitsPerSecond": Int(), "WriteUnitsPerSecond": Int()})
+PROJECTION = Struct(
+    {
+        "ProjectionType": Str(enum=("ALL", "KEYS_ONLY", "INCLUDE"), enum_order=("ALL", "INCLUDE", "KEYS_ONLY")),
+        "NonKeyAttributes": List(Str(min_length=1, max_length=255), min_length=1, max_length=20),
+    },
+    required=True,
+)
+LOCAL_SECONDARY_INDEX = Struct(
+    {"IndexName": index_name_field(), "KeySchema": key_schema_field(), "Projection": PROJECTION}
+)
+GLOBAL_SECONDARY_INDEX = Struct(
+    {
+        "IndexName": index_name_field(),
+        "KeySchema": key_schema_field(),
+        "Projection": PROJECTION,
+        "ProvisionedThroughput": provisioned_throughput_field(),
+        "OnDemandThroughput": ON_DEMAND_THROUGHPUT,
+        "WarmThroughput": WARM_THROUGHPUT,
+    }
+)
+STREAM_SPECIFICATION = Struct(
+    {
+        "StreamEnabled": Bool(required=True),
+        "StreamViewType": Str(enum=("NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES", "KEYS_ONLY")),
+    }
+)
+SSE_SPECIFICATION = Struct({"Enabled": Bool(), "SSEType": Str(enum=("AES256", "KMS")), "KMSMasterKeyId": Str()})
+TAG = Struct({"Key": Str(required=True, min_length=1, max_length=128), "Value": Str(required=True, max_length=256)})
+TAG_LIST = List(TAG)
+BILLING_MODE = Str(enum=("PROVISIONED", "PAY_PER_REQUEST"))
+TABLE_CLASS = Str(enum=("STANDARD", "STANDARD_INFREQUENT_ACCESS"))
+SETTINGS_REPLICATION_MODE = Str(enum=("ENABLED", "DISABLED", "ENABLED_WITH_OVERRIDES"))
+
+CREATE_TABLE_FIELDS = {
+    "AttributeDefinitions": attribute_definitions_field(required=True),
+    "TableName": TableNameField(),
+    "BillingMode": BILLING_MODE,
+    "ProvisionedThroughput": provisioned_throughput_field(),
+    "KeySchema": key_schema_field(),
+    "LocalSecondaryIndexes": List(LOCAL_SECONDARY_INDEX),
+    "GlobalSecondaryIndexes": List(GLOBAL_SECONDARY_INDEX),
+    "StreamSpecification": STREAM_SPECIFICATION,
+    "SSESpecification": SSE_SPECIFICATION,
+    "Tags": TAG_LIST,
+    "TableClass": TABLE_CLASS,
+    "DeletionProtectionEnabled": Bool(),
+    "OnDemandThroughput": ON_DEMAND_THROUGHPUT,
+    "WarmThroughput": WARM_THROUGHPUT,
+    "ResourcePolicy": Str(),
+    "GlobalTableSourceArn": Str(min_length=1, max_length=1024),
+    "GlobalTableSettingsReplicationMode": SETTINGS_REPLICATION_MODE,
+}
+
+# ------------------------------------------------------------------------------------------ shared rule pieces
+
+
+def names_list(names: Iterable[str]) -> str:
+    return "[" + ", ".join(names) + "]"
+
+
+def check_capacity_bounds(throughput: dict) -> None:
+    for member in ("ReadCapacityUnits", "WriteCapacityUnits"):
+        if throughput[member] > MAX_CAPACITY_UNITS:
+            raise validation(f"Given value {throughput[member]} for {member} is out of bounds")
+
+
+def check_key_elements(elements: list[dict], definition_names: list[str]) -> None:
+    """The rules every key schema (table or index) obeys, in DynamoDB's order."""
+    names = [element["AttributeName"] for element in elements]
+    if any(name not in definition_names for name in names):
+        raise invalid_parameter(
+            "Some index key attributes are not defined in AttributeDefinitions. "
+            f"Keys: {names_list(names)}, AttributeDefinitions: {names_list(definition_names)}"
+        )
+    if len(names) == 2 and names[0] == names[1]:
+        raise validation("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+    if elements[0]["KeyType"] != "HASH":
+        raise validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+    if len(elements) == 2 and elements[1]["KeyType"] != "RANGE":
+        raise validation("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+
+
+def key_schema(elements: list[dict], types: dict[str, str]) -> KeySchema:
+    hash_name = elements[0]["AttributeName"]
+    if len(elements) == 1:
+        return KeySchema(hash_name, types[hash_name])
+    range_name = elements[1]["AttributeName"]
+    return KeySchema(hash_name, types[hash_name], range_name, types[range_name])
+
+
+def check_projection(projection: dict) -> None:
+    projection_type = projection.get("ProjectionType")
+    if projection_type is None:
+        raise invalid_parameter("Unknown ProjectionType: null")
+    if projection.get("NonKeyAttributes") is not None and projection_type != "INCLUDE":
+        raise invalid_parameter(f"ProjectionType is {projection_type}, but NonKeyAttributes is specified")
+
+
+def projected_attribute_count(indexes: Iterable[IndexDefinition]) -> int:
+    return sum(len(index.non_key_attributes) for index in indexes if index.projection_type == "INCLUDE")
+
+
+def check_projected_attribute_count(indexes: Iterable[IndexDefinition]) -> None:
+    count = projected_attribute_count(indexes)
+    if count > MAX_PROJECTED_ATTRIBUTES:
+        raise invalid_parameter(
+            f"Number of projected attributes in all indexes exceeds limit of {MAX_PROJECTED_ATTRIBUTES}, "
+            f"number of projected attributes: {count}"
+        )
+
+
+def check_gsi_throughput(raw: dict, billing_mode: str) -> None:
+    """A GSI's capacity follows the table's billing mode: required when provisioned, refused when on demand."""
+    name = raw["IndexName"]
+    throughput = raw.get("ProvisionedThroughput")
+    if billing_mode == "PAY_PER_REQUEST":
+        if throughput is not None:
+            raise invalid_parameter(
+                f"ProvisionedThroughput should not be specified for index: {name} when BillingMode is PAY_PER_REQUEST"
+            )
+        return
+    if throughput is None:
+        raise invalid_parameter(f"ProvisionedThroughput must be specified for index: {name}")
+    check_capacity_bounds(throughput)
+
+
+def throughput_description(throughput: dict | None) -> dict:
+    """The stored ProvisionedThroughput of a table or GSI: on-demand capacity shows as 0/0."""
+    if throughput is None:
+        return {"ReadCapacityUnits": 0, "WriteCapacityUnits": 0, "NumberOfDecreasesToday": 0}
+    return {
+        "ReadCapacityUnits": throughput["ReadCapacityUnits"],
+        "WriteCapacityUnits": throughput["WriteCapacityUnits"],
+        "NumberOfDecreasesToday": 0,
+    }
+
+
+def copy_of(structure: dict | None) -> dict | None:
+    """Definitions never share structures with the request they came from."""
+    return dict(structure) if structure is not None else None
+
+
+def build_index(raw: dict, kind: str, types: dict[str, str]) -> IndexDefinition:
+    projection = raw["Projection"]
+    index = IndexDefinition(
+        name=raw["IndexName"],
+        kind=kind,
+        key=key_schema(raw["KeySchema"], types),
+        projection_type=projection["ProjectionType"],
+        non_key_attributes=list(projection.get("NonKeyAttributes") or []),
+    )
+    if kind == "GSI":
+        index.provisioned = throughput_description(raw.get("ProvisionedThroughput"))
+        index.on_demand = copy_of(raw.get("OnDemandThroughput"))
+        index.warm_throughput = copy_of(raw.get("WarmThroughput"))
+    return index
+
+
+def check_gsi(raw: dict, definition_names: list[str], billing_mode: str) -> None:
+    """One GSI of CreateTable or of an UpdateTable Create action."""
+    check_key_elements(raw["KeySchema"], definition_names)
+    check_projection(raw["Projection"])
+    check_gsi_throughput(raw, billing_mode)
+
+
+def check_stream_specification(spec: dict) -> None:
+    if spec["StreamEnabled"] and spec.get("StreamViewType") is None:
+        raise invalid_parameter("You must specify a StreamViewType when enabling a stream")
+
+
+def check_tags(tags: list[dict]) -> None:
+    if len({tag["Key"] for tag in tags}) > MAX_TAGS:
+        raise invalid_parameter(f"The number of tags exceeds the limit of {MAX_TAGS} tags per resource")
+
+
+def merge_tags(current: list[dict], new: list[dict]) -> list[dict]:
+    """Tags keyed by Key: a new value replaces the old one. Kept sorted by key so listings are stable."""
+    merged = {tag["Key"]: tag["Value"] for tag in current}
+    for tag in new:
+        merged[tag["Key"]] = tag["Value"]
+    return [{"Key": key, "Value": merged[key]} for key in sorted(merged)]
+
+
+# --------------------------------------------------------------------------------------------------- CreateTable
+
+
+@dataclass
+class TableShape:
+    """What a valid CreateTable request defines, ready to become a TableDefinition."""
+
+    key: KeySchema
+    attribute_definitions: list[dict]
+    billing_mode: str
+    provisioned: dict
+    lsis: list[IndexDefinition] = field(default_factory=list)
+    gsis: list[IndexDefinition] = field(default_factory=list)
+
+
+def validate_create_table(request: dict) -> TableShape:
+    """Cross-field rules of CreateTable, after `check_request(request, CREATE_TABLE_FIELDS)`."""
+    if request.get("GlobalTableSourceArn") is not None:
+        raise validation(
+            "GlobalTableSourceArn is not supported by globaltables: multi-account global tables are not modelled"
+        )
+    billing_mode = request.get("BillingMode") or "PROVISIONED"
+    throughput = request.get("ProvisionedThroughput")
+    if billing_mode == "PAY_PER_REQUEST":
+        if throughput is not None:
+            raise invalid_parameter(
+                "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST"
+            )
+    else:
+        if throughput is None:
+            raise invalid_parameter(
+                "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"
+            )
+        check_capacity_bounds(throughput)
+
+    definitions = request["AttributeDefinitions"]
+    definition_names = [d["AttributeName"] for d in definitions]
+    types = {d["AttributeName"]: d["AttributeType"] for d in definitions}
+    elements = request["KeySchema"]
+    if len(elements) > len(definition_names):
+        raise validation("Invalid KeySchema: Some index key attribute have no definition")
+    check_key_elements(elements, definition_names)
+    lsi_requests = request.get("LocalSecondaryIndexes")
+    gsi_requests = request.get("GlobalSecondaryIndexes")
+    has_indexes = lsi_requests is not None or gsi_requests is not None
+    if not has_indexes and len(elements) != len(definitions):
+        raise invalid_parameter(
+            "Number of attributes in KeySchema does not exactly match number of attributes defined in "
+            "AttributeDefinitions"
+        )
+
+    table_key = key_schema(elements, types)
+    index_names: set[str] = set()
+    lsis = _local_indexes(lsi_requests, elements, definition_names, index_names, types)
+    gsis = _global_indexes(gsi_requests, definition_names, billing_mode, index_names, types)
+    check_projected_attribute_count((*lsis, *gsis))
+
+    if has_indexes:
+        used = sorted({name for key in (table_key, *(index.key for index in (*lsis, *gsis))) for name in key.names})
+        if len(definition_names) > len(used):
+            raise invalid_parameter(
+                f"Some AttributeDefinitions are not used. AttributeDefinitions: {names_list(sorted(definition_names))}"
+                f", keys used: {names_list(used)}"
+            )
+
+    if request.get("StreamSpecification") is not None:
+        check_stream_specification(request["StreamSpecification"])
+    check_tags(request.get("Tags") or [])
+    return TableShape(
+        key=table_key,
+        attribute_definitions=[
+            {"AttributeName": d["AttributeName"], "AttributeType": d["AttributeType"]} for d in definitions
+        ],
+        billing_mode=billing_mode,
+        provisioned=throughput_description(throughput),
+        lsis=lsis,
+        gsis=gsis,
+    )
+
+
+def _local_indexes(
+    requests: list[dict] | None,
+    table_elements: list[dict],
+    definition_names: list[str],
+    index_names: set[str],
+    types: dict[str, str],
+) -> list[IndexDefinition]:
+    if requests is None:
+        return []
+    if not requests:
+        raise invalid_parameter("List of LocalSecondaryIndexes is empty")
+    if len(table_elements) != 2:
+        raise invalid_parameter(
+            "Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex"
+        )
+    table_hash = table_elements[0]["AttributeName"]
+    for raw in requests:
+        name = raw["IndexName"]
+        elements = raw["KeySchema"]
+        check_key_elements(elements, definition_names)
+        if len(elements) != 2:
+            raise invalid_parameter(f"Index KeySchema does not have a range key for index: {name}")
+        index_hash = elements[0]["AttributeName"]
+        if index_hash != table_hash:
+            raise invalid_parameter(
+                "Index KeySchema does not have the same leading hash key as table KeySchema for index: "
+                f"{name}. index hash key: {index_hash}, table hash key: {table_hash}"
+            )
+        check_projection(raw["Projection"])
+        _claim_name(name, index_names)
+    if len(requests) > MAX_LSIS:
+        raise invalid_parameter(f"Number of LocalSecondaryIndexes exceeds per-table limit of {MAX_LSIS}")
+    return [build_index(raw, "LSI", types) for raw in requests]
+
+
+def _global_indexes(
+    requests: list[dict] | None,
+    definition_names: list[str],
+    billing_mode: str,
+    index_names: set[str],
+    types: dict[str, str],
+) -> list[IndexDefinition]:
+    if requests is None:
+        return []
+    if not requests:
+        raise invalid_parameter("List of GlobalSecondaryIndexes is empty")
+    for raw in requests:
+        check_gsi(raw, definition_names, billing_mode)
+        _claim_name(raw["IndexName"], index_names)
+    if len(requests) > MAX_GSIS:
+        raise invalid_parameter(f"GlobalSecondaryIndex count exceeds the per-table limit of {MAX_GSIS}")
+    return [build_index(raw, "GSI", types) for raw in requests]
+
+
+def _claim_name(name: str, taken: set[str]) -> None:
+    if name in taken:
+        raise invalid_parameter(f"Duplicate index name: {name}")
+    taken.add(name)
