@@ -122,7 +122,7 @@ def test_values_without_a_value_expression():
     request = {"ExpressionAttributeValues": {":a": {"S": "a"}}}
     assert error(check_expression_parameters, request, ("UpdateExpression", "ConditionExpression")) == (
         "ExpressionAttributeValues can only be specified when using expressions: UpdateExpression and "
-        "ConditionExpression is null"
+        "ConditionExpression are null"
     )
     # With only a ProjectionExpression possible, values are left to the unused-values check.
     check_expression_parameters(request, ("ProjectionExpression",))

@@ -1,17 +1,33 @@
 """Consumed capacity, with DynamoDB's unit arithmetic, so users can estimate cost from the testbed.
 
+Units
 - A read unit covers a strongly consistent read of up to 4 KB; an eventually consistent read costs half.
 - A write unit covers a write of up to 1 KB; a write is sized by the larger of the old and new item.
+- Every item operation costs at least one unit (a read of a missing item, a delete of a missing item).
 - Query and Scan are sized by the total of the items they read (before any filter), rounded up once.
+- BatchGetItem and BatchWriteItem cost what their single-item requests would, summed per table.
 - Transactions cost double.
+- A write also writes every secondary index whose entry it creates, changes or removes: one write sized by the
+  index entry, two when the index key changes (the old entry is deleted, the new one put).
+
+The response structure (`ConsumedCapacity`)
+- TOTAL: {"TableName": t, "CapacityUnits": total}; the total includes the indexes' units.
+- INDEXES: the same plus "Table": {"CapacityUnits": u} and, for each index touched, "GlobalSecondaryIndexes" /
+  "LocalSecondaryIndexes": {name: {"CapacityUnits": u}}.
+- Only transactions add "ReadCapacityUnits"/"WriteCapacityUnits" beside "CapacityUnits" (at every level), as
+  DynamoDB's transaction responses do; the single-item, batch, Query and Scan responses carry "CapacityUnits" alone.
 """
 
 from __future__ import annotations
 
 import math
 
+from .indexes import index_key, project_item, projected_names
+from .values import item_size
+
 READ_UNIT_BYTES = 4096
 WRITE_UNIT_BYTES = 1024
+CAPACITY_MODES = frozenset({"TOTAL", "INDEXES"})
 
 
 def read_units(size: int, consistent: bool, transactional: bool = False) -> float:
@@ -26,18 +42,83 @@ def write_units(size: int, transactional: bool = False) -> float:
     return float(units * 2 if transactional else units)
 
 
+def wanted(mode: str | None) -> bool:
+    """Whether the request asked for ConsumedCapacity (so the work of computing it is worth doing)."""
+    return mode in CAPACITY_MODES
+
+
 def consumed(
-    mode: str | None, table: str, units: float, kind: str, index_units: dict[str, float] | None = None
+    mode: str | None,
+    table: str,
+    units: float,
+    kind: str,
+    index_units: dict[str, float] | None = None,
+    local_index_units: dict[str, float] | None = None,
+    transactional: bool = False,
 ) -> dict | None:
-    """The ConsumedCapacity structure for one table; `kind` is "read" or "write"."""
-    if mode not in ("TOTAL", "INDEXES"):
+    """The ConsumedCapacity structure for one table; `kind` is "read" or "write".
+
+    `units` are the table's own units; `index_units` / `local_index_units` map global / local secondary index names
+    to theirs.
+    """
+    if mode not in CAPACITY_MODES:
         return None
-    key = "ReadCapacityUnits" if kind == "read" else "WriteCapacityUnits"
-    total = units + sum((index_units or {}).values())
-    out: dict = {"TableName": table, "CapacityUnits": total, key: total}
+    split = ("ReadCapacityUnits" if kind == "read" else "WriteCapacityUnits") if transactional else None
+    total = units
+    if index_units:
+        total += sum(index_units.values())
+    if local_index_units:
+        total += sum(local_index_units.values())
+    out: dict = {"TableName": table, "CapacityUnits": total}
+    if split:
+        out[split] = total
     if mode == "INDEXES":
-        out["Table"] = {"CapacityUnits": units, key: units}
-        gsis = {name: {"CapacityUnits": u, key: u} for name, u in (index_units or {}).items()}
-        if gsis:
-            out["GlobalSecondaryIndexes"] = gsis
+        out["Table"] = _capacity(units, split)
+        if local_index_units:
+            out["LocalSecondaryIndexes"] = {name: _capacity(u, split) for name, u in local_index_units.items()}
+        if index_units:
+            out["GlobalSecondaryIndexes"] = {name: _capacity(u, split) for name, u in index_units.items()}
     return out
+
+
+def _capacity(units: float, split: str | None) -> dict:
+    return {"CapacityUnits": units, split: units} if split else {"CapacityUnits": units}
+
+
+# ------------------------------------------------------------------------------------------------ index writes
+
+
+def index_write_units(table, old: dict | None, new: dict | None) -> tuple[dict[str, float], dict[str, float]]:
+    """Write units a change of one item costs on each secondary index: (global, local), by index name.
+
+    An item belongs to an index when it holds every attribute of the index's key. Putting an entry or deleting one
+    costs one write of the entry's size; changing the index key costs both; changing only projected attributes
+    costs one write of the larger entry; a change the index does not see costs nothing.
+    """
+    gsi: dict[str, float] = {}
+    lsi: dict[str, float] = {}
+    for indexes, out in ((table.gsis, gsi), (table.lsis, lsi)):
+        for index in indexes:
+            units = _index_units(table, index, old, new)
+            if units:
+                out[index.name] = units
+    return gsi, lsi
+
+
+def _index_units(table, index, old: dict | None, new: dict | None) -> float:
+    old_key = index_key(index, old, strict=False)
+    new_key = index_key(index, new, strict=False)
+    if old_key is None and new_key is None:
+        return 0.0
+    names = projected_names(table, index)
+    before = project_item(old, names) if old_key is not None else None
+    after = project_item(new, names) if new_key is not None else None
+    if before is None:
+        return write_units(item_size(after))
+    if after is None:
+        return write_units(item_size(before))
+    if old_key != new_key:
+        return write_units(item_size(before)) + write_units(item_size(after))
+    if before == after:
+        return 0.0
+    return write_units(max(item_size(before), item_size(after)))

@@ -17,8 +17,10 @@ from typing import Any
 
 from ..runtime.clock import Clock
 from .errors import ResourceNotFoundException, SerializationException, UnknownOperationException
+from .faults import Faults
+from .indexes import IndexManager
 from .schema import TableDefinition
-from .storage.sqlite_store import ItemWrite, SqliteStore
+from .storage.sqlite_store import ItemWrite, SqliteStore, TokenRecord
 
 Handler = Callable[["Engine", dict], dict]
 
@@ -52,6 +54,10 @@ class Engine:
             name: TableDefinition.from_dict(d) for name, d in store.load_tables().items()
         }
         self._handlers: dict[str, Handler] = {}
+        self.faults = Faults(clock)  # injected transaction conflicts (faults.py); empty unless a test sets one
+        # Secondary indexes (indexes.py): a commit hook of the store, plus backfills and purges run by
+        # `background_step`.
+        self.indexes = IndexManager(self)
 
     # ---------------------------------------------------------------------------------------------------- dispatch
 
@@ -90,18 +96,35 @@ class Engine:
         return definition
 
     def save_table(self, definition: TableDefinition) -> None:
+        self.indexes.table_saved(self.tables.get(definition.name), definition)
         self.store.save_table(definition.name, definition.to_dict())
         self.tables[definition.name] = definition
 
     def drop_table(self, name: str) -> None:
+        self.indexes.table_dropped(self.tables[name])
         self.store.drop_table(name)
         del self.tables[name]
 
     def table_arn(self, name: str) -> str:
         return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"
 
+    # --------------------------------------------------------------------------------------------- background work
+
+    @property
+    def pending_work(self) -> bool:
+        """Whether `background_step` has work to do (index backfills, purges of dropped indexes)."""
+        return self.indexes.pending_work
+
+    def background_step(self) -> bool:
+        """Do one bounded chunk (a few milliseconds) of background work; whether more remains. The region server
+        calls it between requests; tests call it directly."""
+        return self.indexes.step()
+
     # -------------------------------------------------------------------------------------------------- write path
 
-    def commit(self, writes: list[ItemWrite]) -> None:
-        """Apply item writes atomically and durably. The only way items change."""
-        self.store.write(writes)
+    def commit(self, writes: list[ItemWrite], token: TokenRecord | None = None) -> None:
+        """Apply item writes atomically and durably. The only way items change.
+
+        `token` is a TransactWriteItems idempotency record, committed in the same store transaction as the writes.
+        """
+        self.store.write(writes, token)

@@ -52,10 +52,8 @@ def throughput(stored: dict | None, now: float) -> dict:
 
 
 def index_stats(engine, table: TableDefinition, index: IndexDefinition) -> tuple[int, int]:
-    """(item count, bytes) of an index. Indexes are materialised by the index maintenance of the write path;
-    until a store keeps them, an index holds nothing."""
-    stats = getattr(engine.store, "index_stats", None)
-    return stats(table.name, index.name) if stats is not None else (0, 0)
+    """(item count, bytes) of an index, as the index maintenance of the write path keeps it (indexes.py)."""
+    return engine.indexes.stats(table, index)
 
 
 def describe_table(

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from .errors import SerializationException, ValidationException
 
 TABLE_NAME_PATTERN = "[a-zA-Z0-9_.-]+"
@@ -73,11 +75,14 @@ def camel(name: str) -> str:
     return name[:1].lower() + name[1:]
 
 
+MAX_REPORTED_ERRORS = 10  # DynamoDB stops listing constraint violations after ten
+
+
 def check_request(request: dict, spec: dict[str, Field]) -> None:
     errors: list[str] = []
     _check_members(request, spec, "", errors)
     if errors:
-        raise constraint_error(errors)
+        raise constraint_error(errors[:MAX_REPORTED_ERRORS])
 
 
 def constraint_error(errors: list[str]) -> ValidationException:
@@ -93,10 +98,15 @@ def _check_members(data: dict, spec: dict[str, Field], prefix: str, errors: list
 
 
 def _show(value: Any) -> str:
+    """A value as DynamoDB prints it in a constraint message: lists element by element, objects as JSON."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return orjson.dumps(value).decode()
     return str(value)
 
 

@@ -178,7 +178,7 @@ def check_expression_parameters(
     ):
         raise ValidationException(
             f"ExpressionAttributeValues can only be specified when using expressions: "
-            f"{' and '.join(value_expressions)} is null"
+            f"{' and '.join(value_expressions)} {'are' if len(value_expressions) > 1 else 'is'} null"
         )
 
 

@@ -12,7 +12,7 @@ from .read_modify_write import (
     check_write_fields,
     execute,
     expression_context,
-    parse_condition_expression,
+    parse_write_condition,
 )
 
 FIELDS = {"Key": Map(Field(type="any"), required=True)}
@@ -32,7 +32,7 @@ def prepare(engine, request: dict) -> DeleteRequest:
         raise ValidationException("ReturnValues can only be ALL_OLD or NONE")
     pk, sk, key = table.key.key_from_request(request["Key"])
     ctx = expression_context(request, "ConditionExpression", legacy=LEGACY_WRITE_PARAMETERS)
-    condition = parse_condition_expression(request, ctx)
+    condition = parse_write_condition(request, ctx)
     ctx.check_unused()
     return DeleteRequest(
         table=table,
@@ -43,6 +43,7 @@ def prepare(engine, request: dict) -> DeleteRequest:
         return_values=return_values,
         return_on_ccf=request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
         return_capacity=request.get("ReturnConsumedCapacity", "NONE"),
+        return_metrics=request.get("ReturnItemCollectionMetrics", "NONE"),
     )
 
 

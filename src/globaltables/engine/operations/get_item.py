@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import capacity
-from ..expressions import parse_projection, project
+from ..expressions import legacy, parse_projection, project
 from ..validation import Bool, Field, Map, Str, TableNameField, check_request
 from ..values import item_size
 from .read_modify_write import RETURN_CONSUMED_CAPACITY, expression_context
@@ -15,6 +15,7 @@ FIELDS = {
     "ExpressionAttributeNames": Map(Str()),
     "ConsistentRead": Bool(),
     "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
+    **legacy.GET_FIELDS,
 }
 
 
@@ -26,14 +27,15 @@ def handle(engine, request: dict) -> dict:
     paths = None
     if request.get("ProjectionExpression") is not None:
         paths = parse_projection(request["ProjectionExpression"], ctx)
+    elif request.get("AttributesToGet") is not None:
+        paths = legacy.projection(request["AttributesToGet"])
     ctx.check_unused()
     item = engine.store.get(table.name, pk, sk)
     response: dict = {}
     if item is not None:
         response["Item"] = project(item, paths) if paths is not None else item
-    consistent = bool(request.get("ConsistentRead", False))
-    units = capacity.read_units(item_size(item) if item else 0, consistent)
-    consumed = capacity.consumed(request.get("ReturnConsumedCapacity"), table.name, units, "read")
-    if consumed:
-        response["ConsumedCapacity"] = consumed
+    mode = request.get("ReturnConsumedCapacity")
+    if capacity.wanted(mode):
+        units = capacity.read_units(item_size(item) if item else 0, bool(request.get("ConsistentRead", False)))
+        response["ConsumedCapacity"] = capacity.consumed(mode, table.name, units, "read")
     return response

@@ -15,13 +15,17 @@ from typing import Any
 from .. import capacity
 from ..errors import ValidationException
 from ..expressions import evaluate_condition, parse_condition, parse_projection, project
+from ..expressions import legacy
 from ..storage.sqlite_store import StoredItem
 from ..validation import Bool, Field, Int, Map, Str, TableNameField
 from .read_modify_write import RETURN_CONSUMED_CAPACITY
 
 MAX_PAGE_BYTES = 1024 * 1024
 
-SELECT = Str(enum=("ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT"))
+SELECT = Str(
+    enum=("ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT"),
+    enum_order=("SPECIFIC_ATTRIBUTES", "COUNT", "ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES"),  # DynamoDB's order
+)
 
 READ_FIELDS: dict[str, Field] = {
     "TableName": TableNameField(),
@@ -50,22 +54,38 @@ class ReadPlan:
     return_capacity: str | None
 
 
-def read_plan(request: dict, ctx) -> ReadPlan:
-    select = request.get("Select")
-    projection_text = request.get("ProjectionExpression")
-    if select == "SPECIFIC_ATTRIBUTES" and projection_text is None:
+def check_select(select: str | None, request: dict) -> None:
+    """Select against AttributesToGet/ProjectionExpression: a projection goes with SPECIFIC_ATTRIBUTES (or no
+    Select) only, and SPECIFIC_ATTRIBUTES needs one. (ALL_PROJECTED_ATTRIBUTES without an index: index_reads.)"""
+    given = [name for name in ("AttributesToGet", "ProjectionExpression") if request.get(name) is not None]
+    if select == "SPECIFIC_ATTRIBUTES":
+        if not given:
+            raise ValidationException(
+                "Must specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES"
+            )
+    elif select is not None and given:
         raise ValidationException(
-            "Must specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES"
-        )
-    if projection_text is not None and select not in (None, "SPECIFIC_ATTRIBUTES"):
-        raise ValidationException(
-            "Cannot specify the ProjectionExpression when choosing to get "
+            f"Cannot specify the {given[0]} when choosing to get "
             + ("only the Count" if select == "COUNT" else select)
         )
+
+
+def read_plan(request: dict, ctx, legacy_filter: str | None = None) -> ReadPlan:
+    """The plan of a Query/Scan page; `legacy_filter` names the request's legacy filter ("QueryFilter"/"ScanFilter")."""
+    select = request.get("Select")
+    projection_text = request.get("ProjectionExpression")
+    check_select(select, request)
     filter_ast = None
     if request.get("FilterExpression") is not None:
         filter_ast = parse_condition(request["FilterExpression"], ctx, "FilterExpression")
-    projection = parse_projection(projection_text, ctx) if projection_text is not None else None
+    elif legacy_filter is not None and request.get(legacy_filter) is not None:
+        filter_ast = legacy.filter_condition(request[legacy_filter], request.get("ConditionalOperator"))
+    if projection_text is not None:
+        projection = parse_projection(projection_text, ctx)
+    elif request.get("AttributesToGet") is not None:
+        projection = legacy.projection(request["AttributesToGet"])
+    else:
+        projection = None
     return ReadPlan(
         limit=request.get("Limit"),
         filter=filter_ast,
@@ -77,8 +97,13 @@ def read_plan(request: dict, ctx) -> ReadPlan:
 
 
 def read_page(
-    rows: Iterator[StoredItem], plan: ReadPlan, table_name: str, last_key: Callable[[StoredItem], dict]
+    rows: Iterator[StoredItem],
+    plan: ReadPlan,
+    table_name: str,
+    last_key: Callable[[StoredItem], dict],
+    index: Any = None,
 ) -> dict:
+    """One page of `rows`; `index` (an `index_reads.IndexRead`) when they are a secondary index's entries."""
     items: list[dict] = []
     scanned = 0
     read_bytes = 0
@@ -104,8 +129,11 @@ def read_page(
             response["Items"] = items
     if stopped and last is not None:
         response["LastEvaluatedKey"] = last_key(last)
-    units = capacity.read_units(read_bytes, plan.consistent)
-    consumed = capacity.consumed(plan.return_capacity, table_name, units, "read")
+    if index is not None:
+        consumed = index.consumed(plan.return_capacity, read_bytes, plan.consistent)
+    else:
+        units = capacity.read_units(read_bytes, plan.consistent)
+        consumed = capacity.consumed(plan.return_capacity, table_name, units, "read")
     if consumed:
         response["ConsumedCapacity"] = consumed
     return response

@@ -13,7 +13,7 @@ from .read_modify_write import (
     check_write_fields,
     execute,
     expression_context,
-    parse_condition_expression,
+    parse_write_condition,
 )
 
 FIELDS = {"Item": Map(Field(type="any"), required=True)}
@@ -36,7 +36,7 @@ def prepare(engine, request: dict) -> PutRequest:
     item = normalize_item(request["Item"])
     pk, sk = table.key.key_from_item(item)
     ctx = expression_context(request, "ConditionExpression", legacy=LEGACY_WRITE_PARAMETERS)
-    condition = parse_condition_expression(request, ctx)
+    condition = parse_write_condition(request, ctx)
     ctx.check_unused()
     return PutRequest(
         table=table,
@@ -47,6 +47,7 @@ def prepare(engine, request: dict) -> PutRequest:
         return_values=return_values,
         return_on_ccf=request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
         return_capacity=request.get("ReturnConsumedCapacity", "NONE"),
+        return_metrics=request.get("ReturnItemCollectionMetrics", "NONE"),
         item=item,
     )
 

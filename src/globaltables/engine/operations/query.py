@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ..errors import ValidationException
-from ..expressions import parse_key_condition
+from ..expressions import condition_paths, legacy, parse_key_condition
 from ..validation import Bool, Str, check_request
 from ..values import encode_key_value
+from .index_reads import index_for_read
 from .paging import READ_FIELDS, read_page, read_plan
 from .read_modify_write import expression_context
 
-FIELDS = {**READ_FIELDS, "KeyConditionExpression": Str(), "ScanIndexForward": Bool()}
+FIELDS = {**READ_FIELDS, "KeyConditionExpression": Str(), "ScanIndexForward": Bool(), **legacy.QUERY_FIELDS}
 
 
 def prefix_successor(prefix: bytes) -> bytes | None:
@@ -54,22 +55,30 @@ def within(sk: bytes, lower, upper) -> bool:
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
     table = engine.table(request["TableName"])
-    if request.get("IndexName") is not None:
-        index = table.index(request["IndexName"])
-        if index is None:
-            raise ValidationException(f"The table does not have the specified index: {request['IndexName']}")
-        raise ValidationException("Queries on secondary indexes are not supported yet")
+    index = index_for_read(engine, table, request, "Query")  # None: the table itself
+    key_schema = table.key if index is None else index.key
     text = request.get("KeyConditionExpression")
-    if text is None:
+    if text is None and request.get("KeyConditions") is None:
         raise ValidationException("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
-    ctx = expression_context(request, "KeyConditionExpression", "FilterExpression", "ProjectionExpression", legacy=("KeyConditions", "QueryFilter", "AttributesToGet", "ConditionalOperator"))
-    condition = parse_key_condition(text, ctx, table.key)
-    plan = read_plan(request, ctx)
+    # Parameter order as DynamoDB lists them in its messages.
+    ctx = expression_context(request, "ProjectionExpression", "FilterExpression", "KeyConditionExpression", legacy=("AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions"))
+    if text is not None:
+        condition = parse_key_condition(text, ctx, key_schema)
+    else:
+        condition = legacy.key_condition(request["KeyConditions"], key_schema)
+    plan = read_plan(request, ctx, "QueryFilter")
     ctx.check_unused()
+    if plan.filter is not None:
+        check_filter_not_on_key(request, plan.filter, key_schema)
+    if index is not None:
+        index.bind(plan, request)
 
-    pk = table.key.encode_partition(condition.hash_value)
+    pk = key_schema.encode_partition(condition.hash_value)
     lower, upper = sort_bounds(condition.sort_op, condition.sort_values)
     forward = request.get("ScanIndexForward", True)
+    if index is not None:
+        start = index.query_start(request.get("ExclusiveStartKey"), condition, pk, lower, upper)
+        return read_page(index.query(pk, lower, upper, forward, start), plan, table.name, index.last_key, index)
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
@@ -86,6 +95,15 @@ def handle(engine, request: dict) -> dict:
         start_after = start_sk
     rows = engine.store.query(table.name, pk, lower, upper, forward, start_after)
     return read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))
+
+
+def check_filter_not_on_key(request: dict, filter_ast, key_schema) -> None:
+    """A Query's filter may not test the queried key's attributes (the key condition does that)."""
+    if request.get("FilterExpression") is not None:
+        names = {path.root for path in condition_paths(filter_ast)}
+        legacy.check_filter_not_on_key(names, key_schema.names, "Filter Expression")
+    else:
+        legacy.check_filter_not_on_key(request.get("QueryFilter") or {}, key_schema.names, "QueryFilter")
 
 
 def _start_key(table, key):

@@ -14,16 +14,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import capacity
-from ..errors import ConditionalCheckFailedException, ValidationException
+from ..errors import ConditionalCheckFailedException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
+from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
+from ..expressions.legacy import expected_condition
 from ..schema import TableDefinition, validate_item_size
 from ..storage.sqlite_store import ItemWrite
 from ..validation import Field, Map, Str, TableNameField, check_request
 from ..values import item_size
 
-LEGACY_WRITE_PARAMETERS = ("Expected", "ConditionalOperator")
+# The legacy parameters DynamoDB refuses beside ConditionExpression (ConditionalOperator alone is tolerated).
+LEGACY_WRITE_PARAMETERS = ("Expected",)
 
-RETURN_VALUES = Str(enum=("NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"))
+RETURN_VALUES = Str(
+    enum=("NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"),
+    enum_order=("ALL_NEW", "UPDATED_OLD", "ALL_OLD", "NONE", "UPDATED_NEW"),  # as DynamoDB prints the set
+)
 RETURN_VALUES_ON_CCF = Str(enum=("ALL_OLD", "NONE"), wire_name="returnValuesOnConditionCheckFailure")
 RETURN_CONSUMED_CAPACITY = Str(enum=("INDEXES", "TOTAL", "NONE"))
 RETURN_ITEM_COLLECTION_METRICS = Str(enum=("SIZE", "NONE"))
@@ -37,20 +43,14 @@ COMMON_WRITE_FIELDS: dict[str, Field] = {
     "ReturnValuesOnConditionCheckFailure": RETURN_VALUES_ON_CCF,
     "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
     "ReturnItemCollectionMetrics": RETURN_ITEM_COLLECTION_METRICS,
+    **LEGACY_WRITE_FIELDS,
 }
 
 
 def expression_context(request: dict, *expression_fields: str, legacy: tuple[str, ...] = ()) -> ExpressionContext:
     """The request's placeholder context, after DynamoDB's request-level rules on expression parameters."""
     check_expression_parameters(request, expression_fields, legacy)
-    refuse_legacy(request, legacy)
     return ExpressionContext(request.get("ExpressionAttributeNames"), request.get("ExpressionAttributeValues"))
-
-
-def refuse_legacy(request: dict, parameters: tuple[str, ...]) -> None:
-    for name in parameters:
-        if request.get(name) is not None:
-            raise ValidationException(f"The legacy parameter {name} is not supported yet; use expressions instead")
 
 
 @dataclass
@@ -65,6 +65,7 @@ class WriteRequest:
     return_values: str = "NONE"
     return_on_ccf: str = "NONE"
     return_capacity: str = "NONE"
+    return_metrics: str = "NONE"  # ReturnItemCollectionMetrics
     size_error: str = "Item size has exceeded the maximum allowed size"
     extras: dict = field(default_factory=dict)
 
@@ -91,6 +92,8 @@ def check_write_fields(request: dict, extra: dict[str, Field]) -> None:
 def execute(engine, request: WriteRequest) -> dict:
     """Read, check, apply, size-check and commit one item write; build its response."""
     table = request.table
+    if engine.faults.held:  # an injected in-flight transaction (faults.py); an empty dict costs nothing
+        engine.faults.check_write(table.name, request.pk, request.sk)
     old = engine.store.get(table.name, request.pk, request.sk)
     request.check_condition(old)
     new = request.apply(old)
@@ -98,11 +101,18 @@ def execute(engine, request: WriteRequest) -> dict:
     if new is not None or old is not None:
         engine.commit([ItemWrite(table.name, request.pk, request.sk, new, size, old)])
     response = request.response(old, new)
-    units = capacity.write_units(max(size, _size_of(old)))
-    consumed = capacity.consumed(request.return_capacity, table.name, units, "write")
-    if consumed:
-        response["ConsumedCapacity"] = consumed
+    if capacity.wanted(request.return_capacity):
+        response["ConsumedCapacity"] = write_capacity(request.return_capacity, table, old, new, size)
+    if request.return_metrics == "SIZE" and table.lsis:  # only tables with LSIs have item collections to report
+        response["ItemCollectionMetrics"] = engine.indexes.collection_metrics(table, request.key, request.pk)
     return response
+
+
+def write_capacity(mode: str, table: TableDefinition, old: dict | None, new: dict | None, size: int) -> dict:
+    """ConsumedCapacity of one item write (`size`: the new item's, 0 for a delete), indexes included."""
+    units = capacity.write_units(max(size, _size_of(old)))
+    gsi, lsi = capacity.index_write_units(table, old, new) if (table.gsis or table.lsis) else (None, None)
+    return capacity.consumed(mode, table.name, units, "write", gsi, lsi)
 
 
 def _size_of(item: dict | None) -> int:
@@ -112,3 +122,13 @@ def _size_of(item: dict | None) -> int:
 def parse_condition_expression(request: dict, ctx: ExpressionContext):
     text = request.get("ConditionExpression")
     return None if text is None else parse_condition(text, ctx, "ConditionExpression")
+
+
+def parse_write_condition(request: dict, ctx: ExpressionContext):
+    """The condition of PutItem/UpdateItem/DeleteItem: ConditionExpression, or the legacy Expected (which
+    `expression_context` has already refused beside expressions)."""
+    text = request.get("ConditionExpression")
+    if text is not None:
+        return parse_condition(text, ctx, "ConditionExpression")
+    expected = request.get("Expected")
+    return None if expected is None else expected_condition(expected, request.get("ConditionalOperator"))

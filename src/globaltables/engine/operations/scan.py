@@ -4,8 +4,10 @@ scan, so every item belongs to exactly one segment."""
 from __future__ import annotations
 
 from ..errors import ValidationException
+from ..expressions.legacy import SCAN_FIELDS as LEGACY_SCAN_FIELDS
 from ..storage.sqlite_store import HASH_SPACE, partition_hash
 from ..validation import Int, check_request
+from .index_reads import index_for_read
 from .paging import READ_FIELDS, read_page, read_plan
 from .query import _start_key
 from .read_modify_write import expression_context
@@ -14,6 +16,7 @@ FIELDS = {
     **READ_FIELDS,
     "Segment": Int(minimum=0, maximum=999999),
     "TotalSegments": Int(minimum=1, maximum=1000000),
+    **LEGACY_SCAN_FIELDS,
 }
 
 
@@ -39,15 +42,17 @@ def segment_range(segment: int | None, total: int | None) -> tuple[int, int]:
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
     table = engine.table(request["TableName"])
-    if request.get("IndexName") is not None:
-        if table.index(request["IndexName"]) is None:
-            raise ValidationException(f"The table does not have the specified index: {request['IndexName']}")
-        raise ValidationException("Scans of secondary indexes are not supported yet")
+    index = index_for_read(engine, table, request, "Scan")  # None: the table itself
     segment, total = request.get("Segment"), request.get("TotalSegments")
     hash_range = segment_range(segment, total)
-    ctx = expression_context(request, "FilterExpression", "ProjectionExpression", legacy=("ScanFilter", "AttributesToGet", "ConditionalOperator"))
-    plan = read_plan(request, ctx)
+    # Parameter order as DynamoDB lists them in its messages.
+    ctx = expression_context(request, "ProjectionExpression", "FilterExpression", legacy=("AttributesToGet", "ScanFilter", "ConditionalOperator"))
+    plan = read_plan(request, ctx, "ScanFilter")
     ctx.check_unused()
+    if index is not None:
+        index.bind(plan, request)
+        start = index.scan_start(request.get("ExclusiveStartKey"), hash_range, segment, total)
+        return read_page(index.scan(hash_range, start), plan, table.name, index.last_key, index)
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])

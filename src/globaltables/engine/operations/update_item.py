@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..expressions import apply_update, check_key_not_updated, parse_update, updated_attributes
+from ..expressions.legacy import UPDATE_FIELDS as LEGACY_UPDATE_FIELDS
+from ..expressions.legacy import attribute_updates
 from ..validation import Field, Map, Str
 from .read_modify_write import (
     LEGACY_WRITE_PARAMETERS,
@@ -13,20 +15,23 @@ from .read_modify_write import (
     check_write_fields,
     execute,
     expression_context,
-    parse_condition_expression,
+    parse_write_condition,
 )
 
-FIELDS = {"Key": Map(Field(type="any"), required=True), "UpdateExpression": Str()}
+FIELDS = {"Key": Map(Field(type="any"), required=True), "UpdateExpression": Str(), **LEGACY_UPDATE_FIELDS}
 
 
 @dataclass
 class UpdateRequest(WriteRequest):
     update: Any = None
+    legacy_update: Any = None  # legacy.AttributeUpdates, whose type rules and messages differ from the expression's
 
     def apply(self, old: dict | None) -> dict | None:
         base = old if old is not None else dict(self.key)
         if self.update is None:
             return base
+        if self.legacy_update is not None:
+            self.legacy_update.check_types(base)
         new, _paths = apply_update(self.update, base)
         return new
 
@@ -47,12 +52,17 @@ def prepare(engine, request: dict) -> UpdateRequest:
     check_write_fields(request, FIELDS)
     table = engine.table(request["TableName"])
     pk, sk, key = table.key.key_from_request(request["Key"])
-    ctx = expression_context(request, "ConditionExpression", "UpdateExpression", legacy=LEGACY_WRITE_PARAMETERS + ("AttributeUpdates",))
+    # Parameter order as DynamoDB lists them in its messages.
+    ctx = expression_context(request, "UpdateExpression", "ConditionExpression", legacy=("AttributeUpdates",) + LEGACY_WRITE_PARAMETERS)
     update = None
     if request.get("UpdateExpression") is not None:
         update = parse_update(request["UpdateExpression"], ctx)
         check_key_not_updated(update, table.key.names)
-    condition = parse_condition_expression(request, ctx)
+    legacy_update = None
+    if request.get("AttributeUpdates") is not None:
+        legacy_update = attribute_updates(request["AttributeUpdates"], table.key.names)
+        update = legacy_update.update
+    condition = parse_write_condition(request, ctx)
     ctx.check_unused()
     return UpdateRequest(
         table=table,
@@ -63,8 +73,10 @@ def prepare(engine, request: dict) -> UpdateRequest:
         return_values=request.get("ReturnValues", "NONE"),
         return_on_ccf=request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
         return_capacity=request.get("ReturnConsumedCapacity", "NONE"),
+        return_metrics=request.get("ReturnItemCollectionMetrics", "NONE"),
         size_error="Item size to update has exceeded the maximum allowed size",
         update=update,
+        legacy_update=legacy_update,
     )
 
 

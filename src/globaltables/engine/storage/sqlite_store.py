@@ -47,6 +47,18 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 
 
+# Idempotency tokens of TransactWriteItems (engine/transactions.py): written in the same SQLite transaction as the
+# transaction's items, so a token is recorded exactly when its writes are, and survives a restart with them.
+TOKENS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS transaction_tokens (
+    token TEXT PRIMARY KEY,
+    fingerprint BLOB NOT NULL,
+    expires REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS transaction_tokens_by_expiry ON transaction_tokens (expires);
+"""
+
+
 def partition_hash(pk: bytes) -> int:
     """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
     return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
@@ -62,6 +74,16 @@ class ItemWrite:
     item: dict | None
     size: int = 0
     old: dict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """A client request token to record with a batch; records that expired by `now` are purged on the way."""
+
+    token: str
+    fingerprint: bytes
+    now: float
+    expires: float
 
 
 # A commit hook runs inside the write transaction, after the item rows are written, with the open connection and
@@ -88,6 +110,7 @@ class SqliteStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self.db.executescript(TOKENS_SCHEMA)
         self._tids: dict[str, int] = {}
         self.commit_hooks: list[CommitHook] = []
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
@@ -146,8 +169,12 @@ class SqliteStore:
     def table_id(self, table: str) -> int:
         return self._tids[table]
 
-    def write(self, writes: list[ItemWrite]) -> None:
-        """Apply a batch of item writes, and what the commit hooks add to it, atomically and durably."""
+    def write(self, writes: list[ItemWrite], token: TokenRecord | None = None) -> None:
+        """Apply a batch of item writes, and what the commit hooks add to it, atomically and durably.
+
+        `token` (TransactWriteItems' ClientRequestToken) is recorded in the same transaction; the batch may then be
+        empty (a transaction of condition checks), and the hooks are not called for an empty batch.
+        """
         db = self.db
         db.execute("BEGIN")
         try:
@@ -161,12 +188,26 @@ class SqliteStore:
                         "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size) VALUES (?, ?, ?, ?, ?, ?)",
                         (tid, h, w.pk, w.sk, orjson.dumps(w.item), w.size),
                     )
-            for hook in self.commit_hooks:
-                hook(db, writes)
+            if writes:
+                for hook in self.commit_hooks:
+                    hook(db, writes)
+            if token is not None:
+                db.execute("DELETE FROM transaction_tokens WHERE expires <= ?", (token.now,))
+                db.execute(
+                    "INSERT OR REPLACE INTO transaction_tokens (token, fingerprint, expires) VALUES (?, ?, ?)",
+                    (token.token, token.fingerprint, token.expires),
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def transaction_token(self, token: str, now: float) -> bytes | None:
+        """The fingerprint recorded with an unexpired client request token, or None."""
+        row = self.db.execute(
+            "SELECT fingerprint FROM transaction_tokens WHERE token = ? AND expires > ?", (token, now)
+        ).fetchone()
+        return row[0] if row else None
 
     def query(
         self,

@@ -1,0 +1,315 @@
+"""Secondary index maintenance: every item write becomes index deltas, inside the write's own transaction.
+
+Theory of operation
+- `IndexManager.on_commit` is a commit hook of the store: for each item write (old image -> new image) on a table
+  with indexes it deletes the entry the old image had and puts the entry the new image has, in every index, before
+  the transaction commits. Writes that change nothing an index holds (same index key, same projected attributes)
+  do not touch it. Writers must fill `ItemWrite.old` on tables with indexes: the hook runs after the item rows are
+  replaced and cannot read the previous version any more.
+- Sparse: an item lacking an index key attribute has no entry in that index.
+- An item whose index key attribute has the wrong type, or an empty string/binary value, is refused with DynamoDB's
+  ValidationException (the hook raises, the transaction rolls back, nothing changes) when the index is ACTIVE.
+  While a GSI is being created such items are skipped instead, as DynamoDB's backfill skips index key violations.
+- GSIs are eventually consistent in DynamoDB: the base write is acknowledged before the index is updated. Here they
+  are updated in the same transaction. That is one allowed outcome of eventual consistency (a reader can never
+  observe a GSI ahead of its table, and "lag zero" is a lag), it keeps the index exact across crashes without a
+  replay log, and it costs one or two SQL statements per index per write. The contract clients can rely on is
+  kept: ConsistentRead on a GSI is refused (see `operations/index_reads.py`).
+- LSIs share the table's partition key, so every partition's items plus their LSI entries form an item collection,
+  which may not grow beyond `item_collection_limit` (10 GB; an attribute so tests can lower it).
+- GSIs created by UpdateTable start CREATING. Their backfill runs in chunks from `step()`, which the region server
+  calls from a background task between requests (and engine tests call directly): the first chunk sets
+  Backfilling, the last one makes the index ACTIVE. Entries of deleted indexes (and of dropped tables) are purged
+  the same way, so neither UpdateTable nor DeleteTable blocks the event loop on a large table.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from typing import TYPE_CHECKING
+
+import orjson
+
+from .errors import ItemCollectionSizeLimitExceededException, ValidationException, invalid_parameter
+from .schema import MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, IndexDefinition, TableDefinition
+from .storage.index_store import IndexStore
+from .storage.sqlite_store import ItemWrite, partition_hash
+from .values import encode_key_value, item_size
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+ITEM_COLLECTION_LIMIT_BYTES = 10 * 1024**3
+# DynamoDB counts 100 bytes of overhead per index entry in index and item-collection sizes.
+INDEX_ENTRY_OVERHEAD = 100
+BACKFILL_CHUNK = 500  # base items per background step: a few milliseconds of work
+PURGE_CHUNK = 2000  # index entries deleted per background step
+GIB = float(1024**3)
+
+COLLECTION_SIZE_EXCEEDED = "Collection size exceeded."
+
+
+# ------------------------------------------------------------------------------------------------- index entries
+
+
+def projected_names(table: TableDefinition, index: IndexDefinition) -> tuple[str, ...] | None:
+    """The attributes an index projects; None when it projects them all."""
+    if index.projection_type == "ALL":
+        return None
+    names = dict.fromkeys((*table.key.names, *index.key.names))
+    if index.projection_type == "INCLUDE":
+        names.update(dict.fromkeys(index.non_key_attributes))
+    return tuple(names)
+
+
+def project_item(item: dict, names: tuple[str, ...] | None) -> dict:
+    if names is None:
+        return item
+    return {name: item[name] for name in names if name in item}
+
+
+def index_key(index: IndexDefinition, item: dict | None, strict: bool) -> tuple[bytes, bytes] | None:
+    """The encoded (partition, sort) key of `item` in `index`; None when the item is not in the index.
+
+    `strict` raises DynamoDB's ValidationException for a value that cannot be an index key (wrong type, empty,
+    too long); otherwise such an item is simply left out, as a backfill leaves out index key violations.
+    """
+    if item is None:
+        return None
+    key = index.key
+    hash_value = item.get(key.hash_name)
+    if hash_value is None:
+        return None
+    range_value = None
+    if key.range_name is not None:
+        range_value = item.get(key.range_name)
+        if range_value is None:
+            return None
+    if next(iter(hash_value)) != key.hash_type or (
+        range_value is not None and next(iter(range_value)) != key.range_type
+    ):
+        if not strict:
+            return None
+        check_types(index, item)
+    pk = _encoded(index, key.hash_name, hash_value, MAX_PARTITION_KEY_BYTES, strict)
+    if pk is None:
+        return None
+    if range_value is None:
+        return pk, b""
+    sk = _encoded(index, key.range_name, range_value, MAX_SORT_KEY_BYTES, strict)
+    return None if sk is None else (pk, sk)
+
+
+def check_types(index: IndexDefinition, item: dict) -> None:
+    for name, expected in ((index.key.hash_name, index.key.hash_type), (index.key.range_name, index.key.range_type)):
+        value = item.get(name) if name is not None else None
+        if value is not None and next(iter(value)) != expected:
+            raise invalid_parameter(
+                f"Type mismatch for Index Key {name} Expected: {expected} Actual: {next(iter(value))} "
+                f"IndexName: {index.name}"
+            )
+
+
+def _encoded(index: IndexDefinition, name: str, value: dict, limit: int, strict: bool) -> bytes | None:
+    kind, inner = next(iter(value.items()))
+    if kind in ("S", "B") and inner == "":
+        if not strict:
+            return None
+        type_word = "string" if kind == "S" else "binary"
+        raise ValidationException(
+            "One or more parameter values are not valid. A value specified for a secondary index key is not "
+            f"supported. The AttributeValue for a key attribute cannot contain an empty {type_word} value. "
+            f"IndexName: {index.name}, IndexKey: {name}"
+        )
+    encoded = encode_key_value(value)
+    if kind != "N" and len(encoded) > limit:
+        if not strict:
+            return None
+        if limit == MAX_PARTITION_KEY_BYTES:
+            raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
+        raise invalid_parameter("Aggregated size of all range keys has exceeded the size limit of 1024 bytes")
+    return encoded
+
+
+# --------------------------------------------------------------------------------------------------- the manager
+
+
+class IndexManager:
+    """The index state of one engine: index ids, the commit hook, backfills and purges."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.store = IndexStore(engine.store)
+        self.item_collection_limit = ITEM_COLLECTION_LIMIT_BYTES
+        self.backfill_chunk = BACKFILL_CHUNK
+        self.purge_chunk = PURGE_CHUNK
+        self._ids = self.store.live_ids()
+        self._purges = self.store.dropped_ids()
+        # (table name, index name) -> resume point (h, pk, sk) of the backfill scan; None: from the start. After a
+        # restart a backfill starts over: re-putting an entry is idempotent.
+        self._backfills: dict[tuple[str, str], tuple | None] = {}
+        self._indexed: set[str] = set()  # names of tables with at least one index: the hook skips the others
+        for table in engine.tables.values():
+            self._register(table)
+            for index in table.gsis:
+                if index.status == "CREATING":
+                    self._backfills[(table.name, index.name)] = None
+        engine.store.commit_hooks.append(self.on_commit)
+
+    # --------------------------------------------------------------------------------------- table lifecycle
+
+    def table_saved(self, previous: TableDefinition | None, definition: TableDefinition) -> None:
+        """Called before a definition is stored: new GSIs of an existing table start CREATING (to be
+        backfilled); removed indexes are retired and purged."""
+        if previous is not None:
+            before = {index.name for index in (*previous.gsis, *previous.lsis)}
+            after = {index.name for index in (*definition.gsis, *definition.lsis)}
+            for index in definition.gsis:
+                if index.name not in before:
+                    index.status = "CREATING"
+                    index.backfilling = False
+                    self._backfills[(definition.name, index.name)] = None
+            for name in before - after:
+                self._retire(definition.table_id, name)
+                self._backfills.pop((definition.name, name), None)
+        self._register(definition)
+
+    def table_dropped(self, definition: TableDefinition) -> None:
+        for index in (*definition.gsis, *definition.lsis):
+            self._retire(definition.table_id, index.name)
+            self._backfills.pop((definition.name, index.name), None)
+        self._indexed.discard(definition.name)
+
+    def _register(self, table: TableDefinition) -> None:
+        indexes = (*table.gsis, *table.lsis)
+        for index in indexes:
+            key = (table.table_id, index.name)
+            if key not in self._ids:
+                self._ids[key] = self.store.create_id(table.table_id, index.name)
+        if indexes:
+            self._indexed.add(table.name)
+        else:
+            self._indexed.discard(table.name)
+
+    def _retire(self, table_uuid: str, name: str) -> None:
+        iid = self._ids.pop((table_uuid, name), None)
+        if iid is not None:
+            self.store.drop_id(iid)
+            self._purges.append(iid)
+
+    def iid(self, table: TableDefinition, index: IndexDefinition) -> int:
+        return self._ids[(table.table_id, index.name)]
+
+    # ------------------------------------------------------------------------------------------------ write path
+
+    def on_commit(self, db: sqlite3.Connection, writes: list[ItemWrite]) -> None:
+        indexed = self._indexed
+        tables = self.engine.tables
+        for write in writes:
+            if write.table in indexed:
+                self._maintain(db, tables[write.table], write)
+
+    def _maintain(self, db: sqlite3.Connection, table: TableDefinition, write: ItemWrite) -> None:
+        old, new = write.old, write.item
+        bpk, bsk = write.pk, write.sk
+        for index in (*table.gsis, *table.lsis):
+            iid = self._ids[(table.table_id, index.name)]
+            old_key = index_key(index, old, strict=False)
+            new_key = index_key(index, new, strict=index.status == "ACTIVE")
+            if old_key is not None and old_key != new_key:
+                self.store.delete(db, iid, (partition_hash(old_key[0]), *old_key, bpk, bsk))
+            if new_key is None:
+                continue
+            names = projected_names(table, index)
+            entry = project_item(new, names)
+            if old_key == new_key and project_item(old, names) == entry:
+                continue  # nothing this index holds changed
+            size = write.size if names is None else item_size(entry)
+            self.store.put(db, iid, (partition_hash(new_key[0]), *new_key, bpk, bsk), entry, size)
+        if table.lsis and new is not None and (old is None or write.size > item_size(old)):
+            if self.collection_bytes(table, bpk) > self.item_collection_limit:
+                raise ItemCollectionSizeLimitExceededException(COLLECTION_SIZE_EXCEEDED)
+
+    # ------------------------------------------------------------------------------------------------ statistics
+
+    def stats(self, table: TableDefinition, index: IndexDefinition) -> tuple[int, int]:
+        """(item count, bytes) of an index, as DescribeTable reports them (entries plus per-entry overhead)."""
+        iid = self._ids.get((table.table_id, index.name))
+        if iid is None:
+            return 0, 0
+        count, size = self.store.stats(iid)
+        return count, size + count * INDEX_ENTRY_OVERHEAD
+
+    def collection_bytes(self, table: TableDefinition, pk: bytes) -> int:
+        """Size of an item collection: its items plus their entries in every LSI."""
+        total = self.engine.store.partition_bytes(table.name, pk)
+        h = partition_hash(pk)
+        for index in table.lsis:
+            count, size = self.store.partition_stats(self.iid(table, index), h, pk)
+            total += size + count * INDEX_ENTRY_OVERHEAD
+        return total
+
+    def collection_metrics(self, table: TableDefinition, key: dict, pk: bytes) -> dict:
+        """ItemCollectionMetrics of the collection holding `key`: its partition key and a 1 GB wide estimate."""
+        gigabytes = self.collection_bytes(table, pk) / GIB
+        lower = float(math.floor(gigabytes))
+        return {
+            "ItemCollectionKey": {table.key.hash_name: key[table.key.hash_name]},
+            "SizeEstimateRangeGB": [lower, lower + 1.0],
+        }
+
+    # ----------------------------------------------------------------------------------------- background work
+
+    @property
+    def pending_work(self) -> bool:
+        return bool(self._purges or self._backfills)
+
+    def step(self) -> bool:
+        """Do one bounded chunk of background work (purge or backfill); whether work remains."""
+        if self._purges:
+            iid = self._purges[0]
+            if self.store.purge(iid, self.purge_chunk) < self.purge_chunk:
+                self._purges.pop(0)
+        elif self._backfills:
+            self._backfill_chunk()
+        return self.pending_work
+
+    def _backfill_chunk(self) -> None:
+        (table_name, index_name), resume = next(iter(self._backfills.items()))
+        table = self.engine.tables.get(table_name)
+        index = table.index(index_name) if table is not None else None
+        if index is None or index.status != "CREATING":
+            del self._backfills[(table_name, index_name)]
+            return
+        if not index.backfilling:
+            index.backfilling = True
+            self.engine.save_table(table)
+        iid = self.iid(table, index)
+        names = projected_names(table, index)
+        rows = []
+        read = 0
+        last = resume
+        scan = self.engine.store.scan(table_name, start_after=resume)
+        try:
+            for stored in scan:
+                read += 1
+                last = (stored.h, stored.pk, stored.sk)
+                key = index_key(index, stored.item, strict=False)
+                if key is not None:
+                    entry = project_item(stored.item, names)
+                    size = stored.size if names is None else item_size(entry)
+                    rows.append((iid, partition_hash(key[0]), *key, stored.pk, stored.sk, orjson.dumps(entry), size))
+                if read >= self.backfill_chunk:
+                    break
+        finally:
+            scan.close()
+        if rows:
+            self.store.put_many(rows)
+        if read < self.backfill_chunk:
+            index.status = "ACTIVE"
+            index.backfilling = False
+            self.engine.save_table(table)
+            del self._backfills[(table_name, index_name)]
+        else:
+            self._backfills[(table_name, index_name)] = last

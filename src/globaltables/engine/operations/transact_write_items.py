@@ -1,0 +1,222 @@
+"""TransactWriteItems: up to 100 Put, Update, Delete and ConditionCheck actions on distinct items, all or nothing.
+
+Each step finishes for every action before the next one starts, so a refused request changes nothing:
+1. the whole request's shape is checked at once (constraint messages with paths like
+   'transactItems.1.member.put.item');
+2. every action is prepared by its single-item operation's own `prepare` (same validation, same messages); two
+   actions on one item are refused;
+3. the client request token is looked up: a replay answers success, a reuse with other TransactItems is refused;
+4. every action is evaluated against the current item (injected conflict, condition, new item, its size) and gets
+   a cancellation reason, `{"Code": "None"}` when fine;
+5. any failure cancels the whole transaction (TransactionCanceledException, reasons in request order, nothing
+   written); otherwise all writes and the token record commit through one `Engine.commit`, one SQLite transaction.
+Serializable by construction: see engine/transactions.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import capacity, transactions
+from ..errors import (
+    ConditionalCheckFailedException,
+    IdempotentParameterMismatchException,
+    TransactionCanceledException,
+    ValidationException,
+)
+from ..schema import validate_item_size
+from ..storage.sqlite_store import ItemWrite
+from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
+from ..values import item_size
+from . import delete_item, put_item, update_item
+from .read_modify_write import (
+    RETURN_CONSUMED_CAPACITY,
+    RETURN_ITEM_COLLECTION_METRICS,
+    RETURN_VALUES_ON_CCF,
+    WriteRequest,
+    expression_context,
+    parse_condition_expression,
+)
+
+
+def _action(**members) -> dict:
+    return {
+        "TableName": TableNameField(),
+        "ConditionExpression": Str(),
+        "ExpressionAttributeNames": Map(Str()),
+        "ExpressionAttributeValues": Map(AnyValue()),
+        "ReturnValuesOnConditionCheckFailure": RETURN_VALUES_ON_CCF,
+        **members,
+    }
+
+
+KEY = Map(AnyValue(), required=True)
+ACTIONS = {
+    "ConditionCheck": _action(Key=KEY, ConditionExpression=Str(required=True)),
+    "Put": _action(Item=Map(AnyValue(), required=True)),
+    "Delete": _action(Key=KEY),
+    "Update": _action(Key=KEY, UpdateExpression=Str(required=True)),
+}
+FIELDS = {
+    "TransactItems": List(
+        Struct({name: Struct(members) for name, members in ACTIONS.items()}),
+        required=True,
+        min_length=1,
+        max_length=transactions.MAX_ACTIONS,
+    ),
+    "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
+    "ReturnItemCollectionMetrics": RETURN_ITEM_COLLECTION_METRICS,
+    "ClientRequestToken": Str(min_length=1, max_length=36),
+}
+ONE_ACTION_MESSAGE = "TransactItems can only contain one of Check, Put, Update or Delete"
+
+
+@dataclass
+class ConditionCheckRequest(WriteRequest):
+    """A condition on an item the transaction does not change."""
+
+    def apply(self, old: dict | None) -> dict | None:
+        return old
+
+
+def prepare_condition_check(engine, request: dict) -> ConditionCheckRequest:
+    table = engine.table(request["TableName"])
+    pk, sk, key = table.key.key_from_request(request["Key"])
+    ctx = expression_context(request, "ConditionExpression")
+    condition = parse_condition_expression(request, ctx)
+    ctx.check_unused()
+    return ConditionCheckRequest(
+        table=table,
+        pk=pk,
+        sk=sk,
+        key=key,
+        condition=condition,
+        return_on_ccf=request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
+    )
+
+
+PREPARE = {
+    "ConditionCheck": prepare_condition_check,
+    "Put": put_item.prepare,
+    "Delete": delete_item.prepare,
+    "Update": update_item.prepare,
+}
+
+
+def prepare_action(engine, transact_item: dict) -> WriteRequest:
+    present = [name for name in ACTIONS if transact_item.get(name) is not None]
+    if len(present) != 1:
+        raise ValidationException(ONE_ACTION_MESSAGE)
+    kind = present[0]
+    body = transact_item[kind]
+    # Only the members the action's shape has: the single-item operations know more (ReturnValues, ...), which a
+    # transaction action cannot carry; the service ignores unknown members.
+    request = {name: body[name] for name in ACTIONS[kind] if name in body}
+    return PREPARE[kind](engine, request)
+
+
+def handle(engine, request: dict) -> dict:
+    check_request(request, FIELDS)
+    actions = [prepare_action(engine, transact_item) for transact_item in request["TransactItems"]]
+    transactions.check_distinct([(a.table.name, a.pk, a.sk) for a in actions])
+    mode = request.get("ReturnConsumedCapacity", "NONE")
+    token = request.get("ClientRequestToken")
+    digest = None
+    if token is not None:
+        digest = transactions.fingerprint(request["TransactItems"])
+        seen = transactions.recorded_fingerprint(engine, token)
+        if seen is not None:
+            if seen != digest:
+                raise IdempotentParameterMismatchException(transactions.IDEMPOTENT_MISMATCH_MESSAGE)
+            return replay_response(engine, actions, mode)
+
+    writes, reasons, failed, tally = evaluate(engine, actions, capacity.wanted(mode))
+    if failed:
+        raise TransactionCanceledException(reasons)
+    record = transactions.token_record(engine, token, digest) if token is not None else None
+    engine.commit(writes, record)
+
+    response: dict = {}
+    if tally is not None:
+        response["ConsumedCapacity"] = tally.consumed(mode, "write")
+    if request.get("ReturnItemCollectionMetrics") == "SIZE":
+        metrics = item_collection_metrics(engine, actions)
+        if metrics:
+            response["ItemCollectionMetrics"] = metrics
+    return response
+
+
+def evaluate(
+    engine, actions: list[WriteRequest], want_capacity: bool
+) -> tuple[list[ItemWrite], list[dict], bool, transactions.CapacityTally | None]:
+    """Every action against its current item: (writes, cancellation reasons, any failure?, capacity consumed)."""
+    faults = engine.faults
+    get = engine.store.get
+    writes: list[ItemWrite] = []
+    reasons: list[dict] = []
+    tally = transactions.CapacityTally() if want_capacity else None
+    failed = False
+    total = 0
+    for action in actions:
+        table = action.table.name
+        if faults.held and faults.is_held(table, action.pk, action.sk):
+            reasons.append(transactions.conflict_reason())
+            failed = True
+            continue
+        old = get(table, action.pk, action.sk)
+        try:
+            action.check_condition(old)
+            new = action.apply(old)
+            size = validate_item_size(new, action.size_error) if new is not None else 0
+        except ConditionalCheckFailedException as error:
+            reasons.append(transactions.condition_failed_reason(error.message, error.extra.get("Item")))
+            failed = True
+            continue
+        except ValidationException as error:  # data-dependent: an update's operand types, the new item's size
+            reasons.append(transactions.validation_reason(error.message))
+            failed = True
+            continue
+        reasons.append(transactions.no_error())
+        writing = not isinstance(action, ConditionCheckRequest)
+        if writing and (new is not None or old is not None):
+            writes.append(ItemWrite(table, action.pk, action.sk, new, size, old))
+        # An action weighs its larger version, for the 4 MB limit and for capacity.
+        weight = max(size, item_size(old) if old is not None else 0)
+        total += weight
+        if tally is not None:
+            # Every action, condition checks included, is billed as a transactional write; the secondary indexes a
+            # write changes cost double too.
+            gsi = lsi = None
+            if writing and (action.table.gsis or action.table.lsis):
+                gsi, lsi = capacity.index_write_units(action.table, old, new)
+                gsi = {name: u * 2 for name, u in gsi.items()}
+                lsi = {name: u * 2 for name, u in lsi.items()}
+            tally.add(table, capacity.write_units(weight, transactional=True), gsi, lsi)
+    if not failed:
+        transactions.check_total_size(total)
+    return writes, reasons, failed, tally
+
+
+def replay_response(engine, actions: list[WriteRequest], mode: str) -> dict:
+    """A retry of a committed transaction: nothing is applied; capacity is what reading the items costs."""
+    if not capacity.wanted(mode):
+        return {}
+    tally = transactions.CapacityTally()
+    for action in actions:
+        item = engine.store.get(action.table.name, action.pk, action.sk)
+        size = item_size(item) if item is not None else 0
+        tally.add(action.table.name, capacity.read_units(size, consistent=True))
+    return {"ConsumedCapacity": tally.consumed(mode, "read")}
+
+
+def item_collection_metrics(engine, actions: list[WriteRequest]) -> dict:
+    """ItemCollectionMetrics for the written items of tables with local secondary indexes, one per collection."""
+    out: dict[str, list[dict]] = {}
+    seen: set[tuple[str, bytes]] = set()
+    for action in actions:
+        table = action.table
+        if not table.lsis or isinstance(action, ConditionCheckRequest) or (table.name, action.pk) in seen:
+            continue
+        seen.add((table.name, action.pk))
+        out.setdefault(table.name, []).append(engine.indexes.collection_metrics(table, action.key, action.pk))
+    return out

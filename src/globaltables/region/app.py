@@ -1,0 +1,95 @@
+"""The aiohttp application of one region: a single handler on every path, speaking the DynamoDB wire protocol.
+
+The request path is kept lean on purpose (a region should take well over 10,000 PutItem/s on two cores): one
+handler on the raw request, no middlewares, the engine called inline on the event loop (it is synchronous and not
+thread-safe; running it inline is both the fastest and the only correct way), orjson, zlib.crc32, and a counter for
+request ids. Protocol decisions live in `wire.py`. The engine's background work (index backfills and purges) runs
+in bounded steps between requests, owned by the application's cleanup context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from ..engine.engine import Engine
+from . import wire
+
+ENGINE = web.AppKey("engine", Engine)
+REQUEST_IDS = web.AppKey("request_ids", wire.RequestIds)
+
+# How often an idle region looks for background work (index backfills and purges); each step takes milliseconds.
+BACKGROUND_POLL_S = 0.05
+
+log = logging.getLogger("globaltables.region")
+
+
+async def background_work(app: web.Application) -> AsyncIterator[None]:
+    """Run the engine's background work in bounded steps between requests, for the application's lifetime."""
+    engine = app[ENGINE]
+
+    async def run() -> None:
+        while True:
+            if not engine.pending_work:
+                await asyncio.sleep(BACKGROUND_POLL_S)
+                continue
+            try:
+                engine.background_step()
+            except Exception:  # keep serving; a failing step is retried after a pause, not in a hot loop
+                log.exception("background step failed")
+                await asyncio.sleep(1.0)
+            await asyncio.sleep(0)  # let waiting requests run between steps
+
+    task = asyncio.create_task(run())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def make_app(engine: Engine) -> web.Application:
+    """The application serving `engine`. The caller owns the engine and its store (and closes them)."""
+    # aiohttp enforces the size limit itself while reading bodies without a Content-Length (chunked uploads).
+    app = web.Application(client_max_size=wire.MAX_REQUEST_BYTES)
+    app[ENGINE] = engine
+    app[REQUEST_IDS] = request_ids = wire.RequestIds()
+    next_id = request_ids.next
+    answer = wire.answer
+    framing = wire.framing
+    media_type = wire.media_type
+    max_bytes = wire.MAX_REQUEST_BYTES
+
+    def respond(status: int, body: bytes, content_type: str) -> web.Response:
+        return web.Response(status=status, body=body, headers=framing(next_id(), body, content_type))
+
+    async def handle(request: web.Request) -> web.Response:
+        if request.method != "POST":
+            if request.method in ("GET", "HEAD") and request.path == "/":
+                return respond(200, wire.health_body(request.host), "text/plain")
+            return respond(404, wire.NOT_FOUND_BODY, wire.AMZ_JSON)
+        content_type = media_type(request.headers.get("Content-Type"))
+        if content_type is None:
+            return respond(404, wire.NOT_FOUND_BODY, wire.AMZ_JSON)
+        declared = request.content_length
+        if declared is not None and declared > max_bytes:
+            return too_large(content_type)
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return too_large(content_type)
+        status, body = answer(engine, request.headers, request.query_string, raw)
+        return respond(status, body, content_type)
+
+    def too_large(content_type: str) -> web.Response:
+        response = respond(*wire.error_answer(wire.TOO_LARGE), content_type)
+        # The unread remainder of the body cannot be skipped cheaply; the connection is not reused.
+        response.force_close()
+        return response
+
+    app.router.add_route("*", "/{path:.*}", handle)
+    app.cleanup_ctx.append(background_work)
+    return app

@@ -1,0 +1,151 @@
+"""One region as an OS process: store + clock + engine behind the aiohttp server, until SIGTERM or SIGINT.
+
+Lifecycle
+1. Lock the data dir (one region process per store), open the store (`<data-dir>/region.db`, SQLite in WAL mode,
+   or in memory), load the tables, build the engine.
+2. Listen. Only once the socket is bound does the process announce itself: one JSON line on stdout
+   (`{"region": ..., "endpoint": ...}`, with the port actually bound, so `--port 0` works) and, if asked, the same
+   JSON in a ready file, written atomically so a poller never reads half of it.
+3. SIGTERM or SIGINT: stop accepting, let in-flight requests finish (bounded), close the store, exit 0. A write
+   acknowledged before that is already durable: every commit is, so `kill -9` loses nothing acknowledged either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from ..engine.engine import Engine
+from ..engine.storage.sqlite_store import SqliteStore
+from ..runtime.clock import SystemClock
+from .app import make_app
+
+log = logging.getLogger("globaltables.region")
+
+DATABASE_FILE = "region.db"
+LOCK_FILE = "LOCK"
+# In-flight requests get this long to finish after SIGTERM; idle keep-alive connections are closed at once.
+SHUTDOWN_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class RegionConfig:
+    name: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    data_dir: Path | None = None  # None keeps everything in memory
+    ready_file: Path | None = None
+
+
+class DataDirInUse(OSError):
+    pass
+
+
+def lock_data_dir(data_dir: Path) -> int:
+    """Hold an exclusive lock on the data dir for the life of the process; its file descriptor.
+
+    Two regions on one store would each trust their own cached table definitions and interleave writes that
+    replication will number per region. The kernel drops the lock when the process dies, even by SIGKILL, so a
+    crashed region never blocks its restart.
+    """
+    fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DataDirInUse(f"data dir {data_dir} is in use by another region process") from None
+    return fd
+
+
+def open_store(config: RegionConfig) -> SqliteStore:
+    return SqliteStore(None if config.data_dir is None else config.data_dir / DATABASE_FILE)
+
+
+def endpoint_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def announce(config: RegionConfig, endpoint: str) -> None:
+    line = json.dumps({"region": config.name, "endpoint": endpoint})
+    if config.ready_file is not None:
+        temporary = config.ready_file.with_name(config.ready_file.name + ".tmp")
+        temporary.write_text(line + "\n")
+        os.replace(temporary, config.ready_file)
+    print(line, flush=True)
+
+
+async def serve(config: RegionConfig) -> None:
+    lock = None
+    if config.data_dir is not None:
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        lock = lock_data_dir(config.data_dir)
+    try:
+        await serve_store(config)
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+async def serve_store(config: RegionConfig) -> None:
+    store = open_store(config)
+    try:
+        engine = Engine(store, SystemClock(), region=config.name)
+        runner = web.AppRunner(make_app(engine), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True)
+            await site.start()
+            host, port = bound_address(site)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, stop.set)
+            announce(config, endpoint_url(host, port))
+            log.info("region %s listening on %s:%d", config.name, host, port)
+            await stop.wait()
+            log.info("region %s stopping", config.name)
+        finally:
+            await runner.cleanup()
+    finally:
+        store.close()
+
+
+def bound_address(site: web.TCPSite) -> tuple[str, int]:
+    server = site._server  # aiohttp exposes no public accessor for the bound sockets of one site
+    assert server is not None and server.sockets
+    for sock in server.sockets:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            host, port = sock.getsockname()[:2]
+            return host, port
+    raise RuntimeError("the region is not listening on an IP socket")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # uvloop is a speed-up, not a requirement (it does not exist on every platform)
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def run(config: RegionConfig) -> int:
+    """Run the region until SIGTERM/SIGINT; the process exit code."""
+    try:
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            runner.run(serve(config))
+    except OSError as error:  # cannot listen (port taken, address not local) or cannot open the data dir
+        print(f"globaltables region {config.name}: {error}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed
+        return 130
+    return 0
