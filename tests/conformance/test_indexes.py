@@ -105,10 +105,12 @@ def test_consistent_read_on_the_gsi_is_a_validation_exception(dynamodb, orders):
 
 
 def test_lsi_answers_strongly_consistent_queries(dynamodb, orders):
-    for created, order_id in (("2026-10-03T09:00", "o-1003"), ("2026-10-01T17:30", "o-1001"), ("2026-10-02T08:15", "o-1002")):
-        dynamodb.put_item(
-            TableName=orders, Item=order("C-40", created[:10], order_id, createdAt={"S": created})
-        )
+    for created, order_id in (
+        ("2026-10-03T09:00", "o-1003"),
+        ("2026-10-01T17:30", "o-1001"),
+        ("2026-10-02T08:15", "o-1002"),
+    ):
+        dynamodb.put_item(TableName=orders, Item=order("C-40", created[:10], order_id, createdAt={"S": created}))
     response = dynamodb.query(
         TableName=orders,
         IndexName="byCreatedAt",
@@ -122,9 +124,7 @@ def test_lsi_answers_strongly_consistent_queries(dynamodb, orders):
     assert set(response["Items"][0]) == {"customerId", "sk", "createdAt"}
     assert response["ConsumedCapacity"]["LocalSecondaryIndexes"] == {"byCreatedAt": {"CapacityUnits": 1.0}}
     # A write is visible to the very next strongly consistent LSI query.
-    dynamodb.put_item(
-        TableName=orders, Item=order("C-40", "2026-10-04", "o-1004", createdAt={"S": "2026-10-04T07:00"})
-    )
+    dynamodb.put_item(TableName=orders, Item=order("C-40", "2026-10-04", "o-1004", createdAt={"S": "2026-10-04T07:00"}))
     latest = dynamodb.query(
         TableName=orders,
         IndexName="byCreatedAt",

@@ -206,9 +206,7 @@ def test_many_items_share_one_index_key(orders):
     ],
 )
 def test_projections(engine, projection, non_key, expected):
-    orders_table(
-        engine, gsis=[gsi("byOrderId", "orderId", "placedAt", projection, non_key)], orderId="S", placedAt="N"
-    )
+    orders_table(engine, gsis=[gsi("byOrderId", "orderId", "placedAt", projection, non_key)], orderId="S", placedAt="N")
     put(engine, order("C-1", "a", orderId="o-1", placedAt=5, amount=42, note="gift"))
     item = by_order(engine, "o-1")["Items"][0]
     assert set(item) == expected
@@ -330,14 +328,14 @@ def test_lsi_fetches_unprojected_attributes_from_the_table(engine):
     put(engine, order("C-1", "o-1", createdAt="d1", amount=5, note="n"))
     put(engine, order("C-1", "o-2", createdAt="d2", amount=50, note="m"))
     condition, values = "customerId = :c", {":c": S("C-1")}
-    everything = query(engine, "byCreatedAt", condition, values, Select="ALL_ATTRIBUTES", ReturnConsumedCapacity="INDEXES")
+    everything = query(
+        engine, "byCreatedAt", condition, values, Select="ALL_ATTRIBUTES", ReturnConsumedCapacity="INDEXES"
+    )
     assert everything["Items"][0] == order("C-1", "o-1", createdAt="d1", amount=5, note="n")
     assert everything["ConsumedCapacity"]["Table"] == {"CapacityUnits": 0.5}
     specific = query(engine, "byCreatedAt", condition, values, ProjectionExpression="note, createdAt")
     assert specific["Items"] == [{"note": S("n"), "createdAt": S("d1")}, {"note": S("m"), "createdAt": S("d2")}]
-    filtered = query(
-        engine, "byCreatedAt", condition, {**values, ":t": N(10)}, FilterExpression="amount > :t"
-    )
+    filtered = query(engine, "byCreatedAt", condition, {**values, ":t": N(10)}, FilterExpression="amount > :t")
     # The filter reads the table's item; the page still returns what the index projects.
     assert filtered["Items"] == [{"customerId": S("C-1"), "sk": S("o-2"), "createdAt": S("d2")}]
     assert filtered["ScannedCount"] == 2
@@ -424,7 +422,13 @@ def test_parallel_scan_of_an_index(orders):
     for segment in range(4):
         start = None
         while True:
-            request = {"TableName": "Orders", "IndexName": "byOrderId", "Segment": segment, "TotalSegments": 4, "Limit": 17}
+            request = {
+                "TableName": "Orders",
+                "IndexName": "byOrderId",
+                "Segment": segment,
+                "TotalSegments": 4,
+                "Limit": 17,
+            }
             if start is not None:
                 request["ExclusiveStartKey"] = start
             page = orders.handle("Scan", request)
@@ -622,7 +626,10 @@ def test_index_limits_and_projection_rules(engine):
     with pytest.raises(DynamoError) as caught:
         orders_table(
             engine,
-            gsis=[gsi(f"gsi{n}", f"a{n}", projection="INCLUDE", non_key=[f"x{n}_{m}" for m in range(20)]) for n in range(6)],
+            gsis=[
+                gsi(f"gsi{n}", f"a{n}", projection="INCLUDE", non_key=[f"x{n}_{m}" for m in range(20)])
+                for n in range(6)
+            ],
             **{f"a{n}": "S" for n in range(6)},
         )
     assert caught.value.message == (

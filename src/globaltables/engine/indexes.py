@@ -145,6 +145,8 @@ class IndexManager:
         self.backfill_chunk = BACKFILL_CHUNK
         self.purge_chunk = PURGE_CHUNK
         self._ids = self.store.live_ids()
+        # (table uuid, index name) -> projected attribute names (None: ALL), so writes need not rebuild them.
+        self._projections: dict[tuple[str, str], tuple[str, ...] | None] = {}
         self._purges = self.store.dropped_ids()
         # (table name, index name) -> resume point (h, pk, sk) of the backfill scan; None: from the start. After a
         # restart a backfill starts over: re-putting an entry is idempotent.
@@ -187,12 +189,14 @@ class IndexManager:
             key = (table.table_id, index.name)
             if key not in self._ids:
                 self._ids[key] = self.store.create_id(table.table_id, index.name)
+            self._projections[key] = projected_names(table, index)
         if indexes:
             self._indexed.add(table.name)
         else:
             self._indexed.discard(table.name)
 
     def _retire(self, table_uuid: str, name: str) -> None:
+        self._projections.pop((table_uuid, name), None)
         iid = self._ids.pop((table_uuid, name), None)
         if iid is not None:
             self.store.drop_id(iid)
@@ -213,23 +217,29 @@ class IndexManager:
     def _maintain(self, db: sqlite3.Connection, table: TableDefinition, write: ItemWrite) -> None:
         old, new = write.old, write.item
         bpk, bsk = write.pk, write.sk
+        ids, projections = self._ids, self._projections
         for index in (*table.gsis, *table.lsis):
-            iid = self._ids[(table.table_id, index.name)]
+            key = (table.table_id, index.name)
+            iid = ids[key]
             old_key = index_key(index, old, strict=False)
             new_key = index_key(index, new, strict=index.status == "ACTIVE")
             if old_key is not None and old_key != new_key:
                 self.store.delete(db, iid, (partition_hash(old_key[0]), *old_key, bpk, bsk))
             if new_key is None:
                 continue
-            names = projected_names(table, index)
+            names = projections[key]
             entry = project_item(new, names)
             if old_key == new_key and project_item(old, names) == entry:
                 continue  # nothing this index holds changed
             size = write.size if names is None else item_size(entry)
             self.store.put(db, iid, (partition_hash(new_key[0]), *new_key, bpk, bsk), entry, size)
         if table.lsis and new is not None and (old is None or write.size > item_size(old)):
-            if self.collection_bytes(table, bpk) > self.item_collection_limit:
-                raise ItemCollectionSizeLimitExceededException(COLLECTION_SIZE_EXCEEDED)
+            self._check_collection(table, bpk)
+
+    def _check_collection(self, table: TableDefinition, pk: bytes) -> None:
+        """Refuse a write that grew an item collection beyond the limit (writes that shrink one stay allowed)."""
+        if self.collection_bytes(table, pk) > self.item_collection_limit:
+            raise ItemCollectionSizeLimitExceededException(COLLECTION_SIZE_EXCEEDED)
 
     # ------------------------------------------------------------------------------------------------ statistics
 

@@ -1,1 +1,1 @@
-"""Seams every layer is handed instead of reaching for the machine: clocks (and, later, transports)."""
+"""Seams every layer is handed instead of reaching for the machine: clocks, transports and randomness."""

@@ -22,8 +22,15 @@ from ..errors import ValidationException, invalid_parameter
 from ..expressions import Path, Projection, condition_paths
 from ..expressions.paths import build_tree
 from ..indexes import projected_names
-from ..schema import KEY_MISMATCH, IndexDefinition, KeySchema, TableDefinition, check_key_not_empty
-from ..schema import MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES
+from ..schema import (
+    KEY_MISMATCH,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_SORT_KEY_BYTES,
+    IndexDefinition,
+    KeySchema,
+    TableDefinition,
+    check_key_not_empty,
+)
 from ..storage.index_store import IndexRow
 from ..storage.sqlite_store import partition_hash
 from ..values import encode_key_value, item_size, normalize_value
@@ -143,7 +150,10 @@ class IndexRead:
                 continue
             if name not in start:
                 raise ValidationException(STARTING_KEY_INVALID)
-            value = normalize_value(start[name])
+            try:
+                value = normalize_value(start[name])
+            except ValidationException as error:
+                raise ValidationException(f"{STARTING_KEY_INVALID}: {error.message}") from None
             if next(iter(value)) != kind:
                 raise ValidationException(KEY_MISMATCH)
             check_key_not_empty(name, value)

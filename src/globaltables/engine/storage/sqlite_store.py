@@ -74,6 +74,7 @@ class ItemWrite:
     item: dict | None
     size: int = 0
     old: dict | None = None
+    service: bool = False  # made by DynamoDB itself (a TTL deletion): streams show it with a service identity
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,665 @@
+"""Throughput and latency of one region through the wire protocol, against moto_server and a trivial aiohttp server.
+
+What it does, in one run, each server its own process on 127.0.0.1 pinned to core 0 (the load generator is pinned
+to core 1, so the 2-core machine is split fairly):
+ 1. For every target (the trivial server, the region in memory, the region on SQLite WAL with --data-dir, and
+    moto_server when installed): create a table (pk S, sk S), then three timed phases at 16 concurrent requests:
+    PutItem (items of about 200 bytes, 10 per partition), GetItem (random written keys), Query (one random full
+    10-item partition per request). Each phase reports ops per wall second, ops per second of server CPU
+    (utime+stime of the server process from /proc, because this machine is shared and noisy), p50/p99 latency,
+    and the load generator's own CPU share (to show it is not the bottleneck).
+ 2. The region's resident memory (VmRSS) after loading --items items (default 1,000,000; --quick 50,000, with the
+    extrapolation to a million labelled as such), in memory and on SQLite, via BatchWriteItem, 25 items a call.
+ 3. A table with ratios (region / moto, region / trivial) and the issue's targets, met or not.
+
+The load generator is a raw asyncio HTTP/1.1 client (asyncio.Protocol, keep-alive, one connection per concurrent
+request, request bytes pre-framed): boto3 spends about 0.5 ms of CPU per call and could not load a server.
+Requests carry a fixed, syntactically complete SigV4 Authorization header; nobody here verifies signatures.
+
+Usage: python bench/region_throughput.py [--quick] [--duration S] [--items N] [--targets trivial,region,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+TABLE = "bench"
+CONCURRENCY = 16
+PARTITION_ITEMS = 10
+SERVER_CORE = 0
+CLIENT_CORE = 1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+START_TIMEOUT_S = 60.0
+TARGETS = {
+    "put": 10_000,  # PutItem ops/s
+    "get": 10_000,  # GetItem ops/s
+    "query": 5_000,  # Query ops/s
+    "vs_moto": 10.0,
+    "vs_trivial": 0.5,
+    "p99_ms": 10.0,
+    "rss_bytes": 1 << 30,  # for 1,000,000 items
+}
+AUTHORIZATION = (
+    "AWS4-HMAC-SHA256 Credential=AKIDBENCHMARK/20260101/us-east-1/dynamodb/aws4_request, "
+    "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=" + "0" * 64
+)
+PAYLOAD = "x" * 150  # with the keys and a number, an item of about 200 bytes (DynamoDB's size rules)
+
+
+# ------------------------------------------------------------------------------------------------- HTTP client
+
+
+class HttpError(Exception):
+    pass
+
+
+class Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection carrying one request at a time; parses Content-Length framed answers
+    (and close-delimited ones, for servers that speak HTTP/1.0)."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future | None = None
+        self.header_end = -1
+        self.length = -1
+        self.status = 0
+        self.closes = False
+        self.closed = False
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._try_complete()
+
+    def _try_complete(self) -> None:
+        buffer = self.buffer
+        if self.header_end < 0:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            self.header_end = end + 4
+            head = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+            self.status = int(head[0].split(" ", 2)[1])
+            self.length = -1
+            self.closes = head[0].startswith("HTTP/1.0")
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                lower = name.strip().lower()
+                if lower == "content-length":
+                    self.length = int(value)
+                elif lower == "connection":
+                    self.closes = value.strip().lower() == "close"
+        if self.length < 0:
+            return  # close-delimited: completed by connection_lost
+        total = self.header_end + self.length
+        if len(buffer) < total:
+            return
+        body = bytes(buffer[self.header_end : total])
+        del buffer[:total]
+        self.header_end = -1
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result((self.status, body))
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        waiter, self.waiter = self.waiter, None
+        if waiter is None or waiter.done():
+            return
+        if self.header_end >= 0 and self.length < 0:
+            waiter.set_result((self.status, bytes(self.buffer[self.header_end :])))
+        else:
+            waiter.set_exception(HttpError(f"connection lost: {exc}"))
+
+    def send(self, data: bytes) -> asyncio.Future:
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(data)
+        return self.waiter
+
+
+class Client:
+    """A pool of keep-alive connections to one endpoint; `call` frames a DynamoDB JSON request."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.prefixes: dict[str, bytes] = {}
+
+    def prefix(self, operation: str) -> bytes:
+        cached = self.prefixes.get(operation)
+        if cached is None:
+            cached = self.prefixes[operation] = (
+                f"POST / HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                "Content-Type: application/x-amz-json-1.0\r\n"
+                f"X-Amz-Target: DynamoDB_20120810.{operation}\r\n"
+                f"Authorization: {AUTHORIZATION}\r\nX-Amz-Date: 20260101T000000Z\r\n"
+                "Content-Length: "
+            ).encode()
+        return cached
+
+    async def connect(self) -> Connection:
+        loop = asyncio.get_running_loop()
+        _, protocol = await loop.create_connection(Connection, self.host, self.port)
+        return protocol
+
+    async def call(self, connection: Connection, operation: str, body: bytes) -> tuple[Connection, int, bytes]:
+        """(connection to use next, status, body). Reconnects when the server closed the connection."""
+        if connection.closed:
+            connection = await self.connect()
+        status, answer = await connection.send(
+            self.prefix(operation) + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        if connection.closes:
+            connection.transport.close()
+            connection = await self.connect()
+        return connection, status, answer
+
+
+# --------------------------------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pin_to_server_core() -> None:
+    os.sched_setaffinity(0, {SERVER_CORE})
+
+
+@dataclass
+class Server:
+    name: str
+    command: list[str]
+    port: int
+    workdir: Path
+    process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = open(self.workdir / f"{self.name}.log", "wb")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+        self.process = subprocess.Popen(
+            self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=pin_to_server_core, env=env, cwd=self.workdir,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not listen within {START_TIMEOUT_S} s: {self.log_tail()}")
+
+    def log_tail(self) -> str:
+        return (self.workdir / f"{self.name}.log").read_text(errors="replace")[-2000:]
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14, 15 of stat)
+
+    def rss_bytes(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=15)
+
+
+def make_server(kind: str, workdir: Path) -> Server:
+    port = free_port()
+    python = sys.executable
+    if kind == "trivial":
+        command = [python, str(HERE / "trivial_server.py"), "--port", str(port)]
+    elif kind == "moto":
+        command = [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    else:
+        storage = ["--in-memory"] if kind == "region-mem" else ["--data-dir", str(workdir / f"{kind}-data")]
+        command = [
+            python, "-m", "globaltables.cli.main", "region", "--name", "us-east-1", "--host", "127.0.0.1",
+            "--port", str(port), "--log-level", "WARNING", *storage,
+        ]
+    return Server(kind, command, port, workdir)
+
+
+def moto_available() -> bool:
+    try:
+        import moto.server  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------------ bodies
+
+
+def item_key(i: int) -> tuple[str, str]:
+    return f"p{i // PARTITION_ITEMS:09d}", f"s{i % PARTITION_ITEMS:02d}"
+
+
+def item(i: int) -> dict:
+    pk, sk = item_key(i)
+    return {"pk": {"S": pk}, "sk": {"S": sk}, "data": {"S": PAYLOAD}, "n": {"N": str(i)}}
+
+
+def put_body(i: int) -> bytes:
+    return orjson.dumps({"TableName": TABLE, "Item": item(i)})
+
+
+def get_body(i: int) -> bytes:
+    pk, sk = item_key(i)
+    return orjson.dumps({"TableName": TABLE, "Key": {"pk": {"S": pk}, "sk": {"S": sk}}})
+
+
+def query_body(partition: int) -> bytes:
+    return orjson.dumps(
+        {
+            "TableName": TABLE,
+            "KeyConditionExpression": "pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": f"p{partition:09d}"}},
+        }
+    )
+
+
+CREATE_TABLE = orjson.dumps(
+    {
+        "TableName": TABLE,
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+)
+
+
+# ------------------------------------------------------------------------------------------------------ phases
+
+
+@dataclass
+class PhaseResult:
+    operation: str
+    ops: int = 0
+    errors: int = 0
+    first_error: str = ""
+    wall_s: float = 0.0
+    server_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+    latencies_ns: list[int] = field(default_factory=list)
+
+    @property
+    def ops_per_s(self) -> float:
+        return self.ops / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def ops_per_cpu_s(self) -> float:
+        return self.ops / self.server_cpu_s if self.server_cpu_s else 0.0
+
+    def percentile_ms(self, q: float) -> float:
+        if not self.latencies_ns:
+            return float("nan")
+        ordered = sorted(self.latencies_ns)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6
+
+
+async def run_phase(
+    client: Client, connections: list[Connection], server: Server, operation: str, make_body, warmup_s: float,
+    duration_s: float,
+) -> PhaseResult:
+    """Drive `operation` from every connection for warmup + duration; only the measured window counts."""
+    result = PhaseResult(operation)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    measure_from = start + warmup_s
+    end = measure_from + duration_s
+    marks: dict[str, tuple[float, float, float]] = {}
+    perf = time.perf_counter_ns
+
+    def mark(name: str) -> None:
+        marks[name] = (time.perf_counter(), server.cpu_seconds(), time.process_time())
+
+    async def marker() -> None:
+        await asyncio.sleep(max(0.0, measure_from - loop.time()))
+        mark("from")
+        await asyncio.sleep(max(0.0, end - loop.time()))
+        mark("to")
+
+    async def worker(slot: int) -> None:
+        connection = connections[slot]
+        while True:
+            now = loop.time()
+            if now >= end:
+                break
+            body = make_body()
+            t0 = perf()
+            connection, status, answer = await client.call(connection, operation, body)
+            t1 = perf()
+            if now >= measure_from and loop.time() <= end:
+                if status == 200:
+                    result.ops += 1
+                    result.latencies_ns.append(t1 - t0)
+                else:
+                    result.errors += 1
+                    result.first_error = result.first_error or f"{status} {answer[:200]!r}"
+            elif status != 200 and not result.first_error:
+                result.first_error = f"{status} {answer[:200]!r}"
+        connections[slot] = connection
+
+    await asyncio.gather(marker(), *(worker(i) for i in range(len(connections))))
+    (w0, s0, c0), (w1, s1, c1) = marks["from"], marks["to"]
+    result.wall_s, result.server_cpu_s, result.client_cpu_s = w1 - w0, s1 - s0, c1 - c0
+    return result
+
+
+async def call_ok(client: Client, connection: Connection, operation: str, request: dict) -> dict:
+    _, status, answer = await client.call(connection, operation, orjson.dumps(request))
+    if status != 200:
+        raise RuntimeError(f"{operation} failed: {status} {answer[:300]!r}")
+    return orjson.loads(answer)
+
+
+async def create_table(client: Client) -> None:
+    connection = await client.connect()
+    _, status, answer = await client.call(connection, "CreateTable", CREATE_TABLE)
+    if status != 200:
+        raise RuntimeError(f"CreateTable failed: {status} {answer[:300]!r}")
+    for _ in range(600):  # bounded: a minute at most
+        table = (await call_ok(client, connection, "DescribeTable", {"TableName": TABLE}))["Table"]
+        if table["TableStatus"] == "ACTIVE":
+            break
+        await asyncio.sleep(0.1)
+    connection.transport.close()
+
+
+async def bench_target(server: Server, warmup_s: float, duration_s: float) -> list[PhaseResult]:
+    client = Client("127.0.0.1", server.port)
+    await create_table(client)
+    connections = [await client.connect() for _ in range(CONCURRENCY)]
+    counter = itertools.count()
+    put = await run_phase(client, connections, server, "PutItem", lambda: put_body(next(counter)), warmup_s, duration_s)
+    written = next(counter)  # every index below this was put (a few may have failed; they count as errors)
+    partitions = max(1, written // PARTITION_ITEMS)
+    randrange = random.randrange
+    get = await run_phase(
+        client, connections, server, "GetItem", lambda: get_body(randrange(written)), warmup_s, duration_s
+    )
+    query = await run_phase(
+        client, connections, server, "Query", lambda: query_body(randrange(partitions)), warmup_s, duration_s
+    )
+    # Check the Query answers are what they claim: full 10-item partitions.
+    sample = await call_ok(client, connections[0], "Query", orjson.loads(query_body(0)))
+    if sample.get("Count") != PARTITION_ITEMS:
+        query.first_error = query.first_error or f"a partition returned {sample.get('Count')} items, not 10"
+    for connection in connections:
+        if connection.transport is not None:
+            connection.transport.close()
+    return [put, get, query]
+
+
+# ------------------------------------------------------------------------------------------------------ memory
+
+
+@dataclass
+class MemoryResult:
+    target: str
+    items: int
+    seconds: float
+    rss_before: int
+    rss_after: int
+    disk_bytes: int
+    first_error: str = ""
+
+    @property
+    def per_item(self) -> float:
+        return (self.rss_after - self.rss_before) / self.items if self.items else 0.0
+
+
+async def load_items(server: Server, count: int, use_batch: bool) -> MemoryResult:
+    client = Client("127.0.0.1", server.port)
+    connections = [await client.connect() for _ in range(CONCURRENCY)]
+    rss_before = server.rss_bytes()
+    next_index = itertools.count()
+    errors: list[str] = []
+    started = time.perf_counter()
+
+    async def worker(slot: int) -> None:
+        connection = connections[slot]
+        while not errors:
+            first = next(next_index) * (25 if use_batch else 1)
+            if first >= count:
+                break
+            if use_batch:
+                last = min(count, first + 25)
+                request = {"RequestItems": {TABLE: [{"PutRequest": {"Item": item(i)}} for i in range(first, last)]}}
+                connection, status, answer = await client.call(connection, "BatchWriteItem", orjson.dumps(request))
+                if status == 200 and orjson.loads(answer).get("UnprocessedItems"):
+                    errors.append("BatchWriteItem left unprocessed items")
+            else:
+                connection, status, answer = await client.call(connection, "PutItem", put_body(first))
+            if status != 200:
+                errors.append(f"{status} {answer[:300]!r}")
+
+    await asyncio.gather(*(worker(i) for i in range(CONCURRENCY)))
+    seconds = time.perf_counter() - started
+    for connection in connections:
+        connection.transport.close()
+    await asyncio.sleep(0.5)  # let the server settle (freed request buffers) before reading its RSS
+    data_dir = server.workdir / f"{server.name}-data"
+    disk = sum(p.stat().st_size for p in data_dir.glob("*")) if data_dir.exists() else 0
+    return MemoryResult(server.name, count, seconds, rss_before, server.rss_bytes(), disk, errors[0] if errors else "")
+
+
+async def batch_supported(server: Server) -> bool:
+    client = Client("127.0.0.1", server.port)
+    connection = await client.connect()
+    # The probe writes item 0, which the load writes again: nothing extra is left behind.
+    request = {"RequestItems": {TABLE: [{"PutRequest": {"Item": item(0)}}]}}
+    _, status, _ = await client.call(connection, "BatchWriteItem", orjson.dumps(request))
+    connection.transport.close()
+    return status == 200
+
+
+# ------------------------------------------------------------------------------------------------------ report
+
+
+def fmt_rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def print_throughput(results: dict[str, list[PhaseResult]]) -> None:
+    print()
+    print("Throughput at 16 concurrent requests (server on core 0, load generator on core 1)")
+    header = f"{'target':<12} {'op':<8} {'ops/s':>9} {'ops/cpu-s':>10} {'p50 ms':>7} {'p99 ms':>7} {'srv cpu':>7} {'cli cpu':>7} {'errors':>6}"
+    print(header)
+    print("-" * len(header))
+    for target, phases in results.items():
+        for r in phases:
+            print(
+                f"{target:<12} {r.operation:<8} {fmt_rate(r.ops_per_s):>9} {fmt_rate(r.ops_per_cpu_s):>10} "
+                f"{r.percentile_ms(0.5):>7.2f} {r.percentile_ms(0.99):>7.2f} "
+                f"{100 * r.server_cpu_s / r.wall_s if r.wall_s else 0:>6.0f}% "
+                f"{100 * r.client_cpu_s / r.wall_s if r.wall_s else 0:>6.0f}% {r.errors:>6}"
+            )
+            if r.first_error:
+                print(f"    first error: {r.first_error}")
+
+
+def print_ratios(results: dict[str, list[PhaseResult]]) -> None:
+    baselines = [b for b in ("moto", "trivial") if b in results]
+    regions = [t for t in ("region-mem", "region-disk") if t in results]
+    if not baselines or not regions:
+        return
+    print()
+    print("Ratios (ops per wall second; ops per server-CPU second in brackets)")
+    for region in regions:
+        for baseline in baselines:
+            cells = []
+            for r, b in zip(results[region], results[baseline]):
+                wall = r.ops_per_s / b.ops_per_s if b.ops_per_s else float("inf")
+                cpu = r.ops_per_cpu_s / b.ops_per_cpu_s if b.ops_per_cpu_s else float("inf")
+                cells.append(f"{r.operation} {wall:.2f}x ({cpu:.2f}x)")
+            print(f"  {region} / {baseline:<8} " + "   ".join(cells))
+
+
+def print_memory(memory: list[MemoryResult], million: int) -> None:
+    if not memory:
+        return
+    print()
+    print("Resident memory of the region after loading items of about 200 bytes")
+    for m in memory:
+        line = (
+            f"  {m.target:<12} {m.items:>9,} items in {m.seconds:6.1f} s ({m.items / m.seconds:,.0f} items/s): "
+            f"RSS {m.rss_after / 2**20:7.1f} MiB (empty {m.rss_before / 2**20:.1f} MiB, {m.per_item:.0f} B/item)"
+        )
+        if m.disk_bytes:
+            line += f", on disk {m.disk_bytes / 2**20:.1f} MiB"
+        print(line)
+        if m.items != million:
+            estimate = m.rss_before + m.per_item * million
+            print(f"  {'':<12} EXTRAPOLATED (not measured) to {million:,} items: about {estimate / 2**20:,.0f} MiB")
+        if m.first_error:
+            print(f"    load error: {m.first_error}")
+
+
+def print_targets(results: dict[str, list[PhaseResult]], memory: list[MemoryResult], million: int) -> None:
+    print()
+    print("Targets of issue 3 (one region process on this machine)")
+    for region in ("region-mem", "region-disk"):
+        if region not in results:
+            continue
+        put, get, query = results[region]
+        checks = [
+            (f"PutItem >= {TARGETS['put']:,}/s", put.ops_per_s >= TARGETS["put"], fmt_rate(put.ops_per_s)),
+            (f"GetItem >= {TARGETS['get']:,}/s", get.ops_per_s >= TARGETS["get"], fmt_rate(get.ops_per_s)),
+            (f"Query >= {TARGETS['query']:,}/s", query.ops_per_s >= TARGETS["query"], fmt_rate(query.ops_per_s)),
+        ]
+        for r in (put, get, query):
+            p99 = r.percentile_ms(0.99)
+            checks.append((f"{r.operation} p99 < {TARGETS['p99_ms']:.0f} ms", p99 < TARGETS["p99_ms"], f"{p99:.2f} ms"))
+        for baseline, key in (("moto", "vs_moto"), ("trivial", "vs_trivial")):
+            if baseline not in results:
+                continue
+            for r, b in zip(results[region], results[baseline]):
+                ratio = r.ops_per_s / b.ops_per_s if b.ops_per_s else float("inf")
+                checks.append((f"{r.operation} >= {TARGETS[key]}x {baseline}", ratio >= TARGETS[key], f"{ratio:.2f}x"))
+        print(f"  {region}")
+        for label, ok, value in checks:
+            print(f"    [{'met' if ok else 'NOT MET':>7}] {label:<28} {value}")
+    for m in memory:
+        measured = m.items == million
+        value = m.rss_after if measured else m.rss_before + m.per_item * million
+        ok = value < TARGETS["rss_bytes"]
+        note = "measured" if measured else f"extrapolated from {m.items:,}"
+        print(f"  {m.target}: [{'met' if ok else 'NOT MET':>7}] RSS < 1 GiB for {million:,} items: "
+              f"{value / 2**20:,.0f} MiB ({note})")
+
+
+# -------------------------------------------------------------------------------------------------------- main
+
+
+async def run(args) -> int:
+    os.sched_setaffinity(0, {CLIENT_CORE})
+    workdir = Path(tempfile.mkdtemp(prefix="gt-bench-"))
+    kinds = [k.strip() for k in args.targets.split(",") if k.strip()]
+    if "moto" in kinds and not moto_available():
+        print("moto is not installed: skipping moto_server", flush=True)
+        kinds.remove("moto")
+    results: dict[str, list[PhaseResult]] = {}
+    memory: list[MemoryResult] = []
+    try:
+        for kind in kinds:
+            server = make_server(kind, workdir)
+            print(f"[{kind}] starting: {' '.join(server.command)}", flush=True)
+            server.start()
+            try:
+                results[kind] = await bench_target(server, args.warmup, args.duration)
+                for r in results[kind]:
+                    print(f"[{kind}] {r.operation}: {fmt_rate(r.ops_per_s)} ops/s, {fmt_rate(r.ops_per_cpu_s)} "
+                          f"ops/cpu-s, p99 {r.percentile_ms(0.99):.2f} ms, errors {r.errors}", flush=True)
+            finally:
+                server.stop()
+        if args.items > 0:
+            for kind in [k for k in kinds if k.startswith("region")]:
+                server = make_server(kind, workdir)
+                shutil.rmtree(workdir / f"{kind}-data", ignore_errors=True)
+                server.name = kind
+                server.start()
+                try:
+                    await create_table(Client("127.0.0.1", server.port))
+                    use_batch = await batch_supported(server)
+                    print(f"[{kind}] loading {args.items:,} items with "
+                          f"{'BatchWriteItem' if use_batch else 'PutItem'}", flush=True)
+                    memory.append(await load_items(server, args.items, use_batch))
+                finally:
+                    server.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print_throughput(results)
+    print_ratios(results)
+    print_memory(memory, args.million)
+    print_targets(results, memory, args.million)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 s phases, 50,000 items for memory")
+    parser.add_argument("--duration", type=float, help="measured seconds per phase (default 5; --quick 1)")
+    parser.add_argument("--warmup", type=float, help="unmeasured seconds before each phase (default 1; --quick 0.3)")
+    parser.add_argument("--items", type=int, help="items loaded for the memory measurement (default 1,000,000; "
+                        "--quick 50,000; 0 skips it)")
+    parser.add_argument("--targets", default="trivial,region-mem,region-disk,moto",
+                        help="comma-separated: trivial, region-mem, region-disk, moto (default all)")
+    args = parser.parse_args()
+    args.million = 1_000_000
+    args.duration = args.duration if args.duration is not None else (1.0 if args.quick else 5.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 1.0)
+    args.items = args.items if args.items is not None else (50_000 if args.quick else 1_000_000)
+    if len(os.sched_getaffinity(0)) < 2 and os.cpu_count() and os.cpu_count() < 2:
+        print("warning: fewer than 2 cores; server and client share one", file=sys.stderr)
+    try:
+        import uvloop
+
+        return uvloop.run(run(args))
+    except ImportError:
+        return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The change log: one ordered log of item changes per table, the source of DynamoDB Streams (and of replication).
+
+Theory of operation
+- `ChangeLog.on_commit` is a commit hook of the store (`SqliteStore.commit_hooks`): for every effective item change
+  of a logged table it appends one record, in the same SQLite transaction as the item rows, so the log holds
+  exactly the committed changes, in commit order, across crashes and restarts. A record keeps the full old and new
+  images (the event, INSERT/MODIFY/REMOVE, follows from which of them exist) and whether DynamoDB itself made the
+  change (a TTL deletion, `ItemWrite.service`). What a stream shows of a record (its view type) is decided when it
+  is read: one log serves every view type, and replication can ship the same records.
+- "Effective": a PutItem or UpdateItem that leaves the item equal (by DynamoDB equality, sets unordered) writes no
+  record, nor does a DeleteItem that finds nothing (the writers do not even commit that).
+- Sequence numbers increase per table and are never reused, also across restarts (storage/change_log_store.py).
+  A rolled-back transaction may leave a gap; readers never rely on consecutive numbers.
+- Which tables are logged: those with an enabled stream (replication will add its tables). A stream is a range of
+  its table's log: from the sequence number current when it was enabled to the last one written before it was
+  disabled (or its table deleted). Streams live in a registry of their own, so a disabled stream, or the stream of
+  a deleted table, stays readable until retention (24 hours by default) has passed since it was disabled.
+- Retention is applied by `trim`, a bounded periodic step on the injected clock (the region server runs it).
+- The registry follows the table definitions: `table_saved` / `table_dropped` are called by the engine after every
+  definition change, and the whole registry is reconciled with the definitions at startup, so a crash between
+  saving a definition and registering its stream heals itself.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import orjson
+
+from .errors import ResourceNotFoundException
+from .schema import TableDefinition
+from .storage.change_log_store import INSERT_RECORD, ChangeLogStore, LogRecord, StreamRow
+from .storage.sqlite_store import ItemWrite
+from .values import values_equal
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+DEFAULT_RETENTION_S = 24 * 3600.0
+TRIM_CHUNK = 5000  # records removed per trim step: a few milliseconds
+
+LABEL_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+def label_time(label: str) -> float:
+    """The epoch seconds a stream label (ISO 8601 with milliseconds, UTC) stands for."""
+    return datetime.strptime(label, LABEL_FORMAT).replace(tzinfo=UTC).timestamp()
+
+
+def label_after(label: str) -> str:
+    """The label one millisecond later (two streams of one table never share a label, hence an ARN)."""
+    moment = datetime.strptime(label, LABEL_FORMAT) + timedelta(milliseconds=1)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
+def items_equal(old: dict, new: dict) -> bool:
+    return old == new or values_equal({"M": old}, {"M": new})
+
+
+class ChangeLog:
+    """The change log of one engine: the commit hook, the stream registry, reads and retention."""
+
+    def __init__(self, engine: Engine, retention_s: float = DEFAULT_RETENTION_S) -> None:
+        self.engine = engine
+        self.store = ChangeLogStore(engine.store)
+        self.retention_s = retention_s
+        self.trim_chunk = TRIM_CHUNK
+        self._logged: dict[str, int] = {}  # table name -> store table id, for every table whose changes are logged
+        self._next: dict[int, int] = {}  # table id -> next sequence number (loaded lazily)
+        self._open: dict[str, StreamRow] = {}  # table name -> its enabled stream
+        for stream in self.store.streams():
+            if stream.enabled:
+                self._open[stream.table_name] = stream
+        for definition in list(engine.tables.values()):
+            self.table_saved(definition)
+        for name in [name for name in self._open if name not in engine.tables]:
+            self._close(name)
+        engine.store.commit_hooks.append(self.on_commit)
+
+    # ------------------------------------------------------------------------------------------------ write path
+
+    def on_commit(self, db: sqlite3.Connection, writes: list[ItemWrite]) -> None:
+        logged = self._logged
+        if not logged:
+            return
+        now = None
+        dumps = orjson.dumps
+        for write in writes:
+            tid = logged.get(write.table)
+            if tid is None:
+                continue
+            old, new = write.old, write.item
+            if old is None:
+                if new is None:
+                    continue
+            elif new is not None and items_equal(old, new):
+                continue  # an unchanged item: no record
+            if now is None:
+                now = self.engine.clock.wall_time()
+            seq = self._next.get(tid) or self.next_seq(tid)
+            db.execute(
+                INSERT_RECORD,
+                (tid, seq, now, None if old is None else dumps(old), None if new is None else dumps(new),
+                 1 if write.service else 0),
+            )  # fmt: skip
+            self._next[tid] = seq + 1
+
+    def next_seq(self, tid: int) -> int:
+        """The sequence number the table's next record will get."""
+        seq = self._next.get(tid)
+        if seq is None:
+            seq = self._next[tid] = self.store.last_seq(tid) + 1
+        return seq
+
+    # ------------------------------------------------------------------------------------------- stream registry
+
+    def table_saved(self, definition: TableDefinition) -> None:
+        """Follow a saved table definition: register its newly enabled stream, close its disabled one."""
+        name = definition.name
+        current = self._open.get(name)
+        wanted = definition.stream_arn if definition.stream_enabled else None
+        if current is not None and current.arn != wanted:
+            self._close(name)
+            current = None
+        if wanted is not None and current is None:
+            self._open_stream(definition)
+        if name in self._open:
+            self._logged[name] = self._open[name].tid
+        else:
+            self._logged.pop(name, None)
+
+    def table_dropped(self, name: str) -> None:
+        if name in self._open:
+            self._close(name)
+        self._logged.pop(name, None)
+
+    def _open_stream(self, definition: TableDefinition) -> None:
+        label = definition.stream["LatestStreamLabel"]
+        if self.store.stream(definition.stream_arn) is not None:
+            # A stream of this table (or of a deleted table of the same name) already has this label: enabled again
+            # within the same millisecond. Move the new one's label on, so every stream keeps its own ARN.
+            while self.store.stream(f"{definition.arn}/stream/{label}") is not None:
+                label = label_after(label)
+            definition.stream = {**definition.stream, "LatestStreamLabel": label}
+            self.engine.store.save_table(definition.name, definition.to_dict())
+        tid = self.engine.store.table_id(definition.name)
+        stream = StreamRow(
+            arn=definition.stream_arn,
+            tid=tid,
+            table_name=definition.name,
+            label=label,
+            view_type=definition.stream["StreamViewType"],
+            key_schema=definition.key.to_wire(),
+            created=label_time(label),
+            start_seq=self.next_seq(tid),
+            end_seq=None,
+            disabled=None,
+        )
+        self.store.add_stream(stream)
+        self._open[definition.name] = stream
+
+    def _close(self, name: str) -> None:
+        stream = self._open.pop(name)
+        self.store.close_stream(stream.arn, self.next_seq(stream.tid) - 1, self.engine.clock.wall_time())
+
+    # ---------------------------------------------------------------------------------------------------- reads
+
+    def stream(self, arn: str) -> StreamRow:
+        """The stream with this ARN, current or past; DynamoDB's ResourceNotFoundException if there is none."""
+        stream = self.store.stream(arn) if isinstance(arn, str) else None
+        if stream is None:
+            raise ResourceNotFoundException(f"Requested resource not found: Stream: {arn} not found")
+        return stream
+
+    def streams(self) -> list[StreamRow]:
+        return self.store.streams()
+
+    def trimmed(self, tid: int) -> int:
+        """The greatest sequence number of the table that retention has removed (0: none)."""
+        return self.store.trimmed(tid)
+
+    def last_seq(self, stream: StreamRow) -> int:
+        """The last sequence number written to a stream so far (start_seq - 1 if none)."""
+        return stream.end_seq if stream.end_seq is not None else self.next_seq(stream.tid) - 1
+
+    def read(self, stream: StreamRow, first: int, limit: int) -> list[LogRecord]:
+        return list(self.store.read(stream.tid, first, stream.end_seq, limit))
+
+    # ------------------------------------------------------------------------------------------------ retention
+
+    def trim(self, limit: int | None = None) -> int:
+        """Drop records older than the retention period, and streams disabled longer ago than that; one bounded
+        step (at most `limit` records). How many records were removed."""
+        before = self.engine.clock.wall_time() - self.retention_s
+        removed = self.store.trim(before, limit or self.trim_chunk)
+        for stream in self.store.streams():
+            if stream.disabled is not None and stream.disabled < before:
+                self.store.drop_stream(stream.arn)
+        return removed

@@ -1,0 +1,191 @@
+"""The change log's tables, in the region's SQLite database next to the items (see `engine/change_log.py`).
+
+Rules
+1. `change_log` holds one row per effective item change, keyed (table id, sequence number): reading "the records
+   of a table after sequence N" is one range scan, whether the reader is a stream consumer or (later) replication.
+   Table ids are the store's, never reused, so the rows of a dropped table can never show up under a new one.
+2. A row holds the full old and new images (orjson, NULL when absent): what a stream shows of them is decided when
+   it is read (the stream view type), so one log serves every view type and replication.
+3. Rows are inserted on the caller's open transaction (the commit hook's), so they commit or roll back with the
+   item changes they record.
+4. Sequence numbers are never reused, also across restarts: the next one is one past the greatest ever written,
+   which is the greatest row still present or, when retention trimmed them all, the trim floor recorded in
+   `change_log_tables`.
+5. `streams` is the registry of streams, current and past: a stream is a range [start_seq, end_seq] of its table's
+   log (end_seq NULL while enabled). A past stream stays readable until retention drops it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import orjson
+
+from .sqlite_store import SqliteStore
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS change_log (
+    tid INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    created REAL NOT NULL,
+    old BLOB,
+    new BLOB,
+    service INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tid, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS change_log_tables (
+    tid INTEGER PRIMARY KEY,
+    trimmed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS streams (
+    arn TEXT PRIMARY KEY,
+    tid INTEGER NOT NULL,
+    table_name TEXT NOT NULL,
+    label TEXT NOT NULL,
+    view_type TEXT NOT NULL,
+    key_schema BLOB NOT NULL,
+    created REAL NOT NULL,
+    start_seq INTEGER NOT NULL,
+    end_seq INTEGER,
+    disabled REAL
+);
+"""
+
+INSERT_RECORD = "INSERT INTO change_log (tid, seq, created, old, new, service) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One change as stored: images are None when absent (no old image for an insert, no new one for a delete)."""
+
+    seq: int
+    created: float
+    old: dict | None
+    new: dict | None
+    service: bool
+
+
+@dataclass(slots=True)
+class StreamRow:
+    arn: str
+    tid: int
+    table_name: str
+    label: str
+    view_type: str
+    key_schema: list[dict]
+    created: float
+    start_seq: int
+    end_seq: int | None
+    disabled: float | None
+
+    @property
+    def enabled(self) -> bool:
+        return self.end_seq is None
+
+
+_STREAM_COLUMNS = "arn, tid, table_name, label, view_type, key_schema, created, start_seq, end_seq, disabled"
+
+
+def _stream(row: tuple) -> StreamRow:
+    arn, tid, table_name, label, view_type, key_schema, created, start_seq, end_seq, disabled = row
+    return StreamRow(
+        arn, tid, table_name, label, view_type, orjson.loads(key_schema), created, start_seq, end_seq, disabled
+    )
+
+
+class ChangeLogStore:
+    """Change log rows and the stream registry, on the item store's connection."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.db: sqlite3.Connection = store.db
+        self.db.executescript(SCHEMA)
+
+    # ------------------------------------------------------------------------------------------------ sequences
+
+    def last_seq(self, tid: int) -> int:
+        """The greatest sequence number ever written for a table (0 if none)."""
+        (present,) = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log WHERE tid = ?", (tid,)).fetchone()
+        return max(present, self.trimmed(tid))
+
+    def trimmed(self, tid: int) -> int:
+        """The greatest sequence number retention has removed (0 if none)."""
+        row = self.db.execute("SELECT trimmed FROM change_log_tables WHERE tid = ?", (tid,)).fetchone()
+        return row[0] if row else 0
+
+    # -------------------------------------------------------------------------------------------------- records
+
+    def read(self, tid: int, first: int, last: int | None, limit: int) -> Iterator[LogRecord]:
+        """Records of a table with first <= seq (<= last), in sequence order, at most `limit`."""
+        if last is None:
+            sql = "SELECT seq, created, old, new, service FROM change_log WHERE tid = ? AND seq >= ? ORDER BY seq LIMIT ?"
+            args: tuple = (tid, first, limit)
+        else:
+            sql = (
+                "SELECT seq, created, old, new, service FROM change_log WHERE tid = ? AND seq >= ? AND seq <= ? "
+                "ORDER BY seq LIMIT ?"
+            )
+            args = (tid, first, last, limit)
+        for seq, created, old, new, service in self.db.execute(sql, args).fetchall():
+            yield LogRecord(
+                seq, created, None if old is None else orjson.loads(old), None if new is None else orjson.loads(new),
+                bool(service),
+            )  # fmt: skip
+
+    def trim(self, before: float, limit: int) -> int:
+        """Delete up to `limit` records created before `before` (oldest first, table by table); how many."""
+        removed = 0
+        tables = [tid for (tid,) in self.db.execute("SELECT tid FROM change_log_tables ORDER BY tid").fetchall()]
+        for tid in tables:
+            if removed >= limit:
+                break
+            # Records are appended in clock order, so the expired ones are a prefix of the table's log.
+            rows = self.db.execute(
+                "SELECT seq, created FROM change_log WHERE tid = ? ORDER BY seq LIMIT ?", (tid, limit - removed + 1)
+            ).fetchall()
+            cut = 0
+            for seq, created in rows:
+                if created >= before:
+                    break
+                cut = seq
+            if cut == 0:
+                continue
+            self.db.execute("BEGIN")
+            try:
+                cursor = self.db.execute("DELETE FROM change_log WHERE tid = ? AND seq <= ?", (tid, cut))
+                self.db.execute(
+                    "UPDATE change_log_tables SET trimmed = MAX(trimmed, ?) WHERE tid = ?", (cut, tid)
+                )
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            removed += cursor.rowcount
+        return removed
+
+    # -------------------------------------------------------------------------------------------------- streams
+
+    def streams(self) -> list[StreamRow]:
+        """Every stream in the registry, ordered by ARN (the order ListStreams pages in)."""
+        return [_stream(row) for row in self.db.execute(f"SELECT {_STREAM_COLUMNS} FROM streams ORDER BY arn")]
+
+    def stream(self, arn: str) -> StreamRow | None:
+        row = self.db.execute(f"SELECT {_STREAM_COLUMNS} FROM streams WHERE arn = ?", (arn,)).fetchone()
+        return _stream(row) if row else None
+
+    def add_stream(self, stream: StreamRow) -> None:
+        self.db.execute(
+            f"INSERT INTO streams ({_STREAM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                stream.arn, stream.tid, stream.table_name, stream.label, stream.view_type,
+                orjson.dumps(stream.key_schema), stream.created, stream.start_seq, stream.end_seq, stream.disabled,
+            ),
+        )  # fmt: skip
+        self.db.execute("INSERT OR IGNORE INTO change_log_tables (tid) VALUES (?)", (stream.tid,))
+
+    def close_stream(self, arn: str, end_seq: int, disabled: float) -> None:
+        self.db.execute("UPDATE streams SET end_seq = ?, disabled = ? WHERE arn = ?", (end_seq, disabled, arn))
+
+    def drop_stream(self, arn: str) -> None:
+        self.db.execute("DELETE FROM streams WHERE arn = ?", (arn,))
