@@ -22,7 +22,9 @@ def make_table(dynamodb, name, sort=False):
 
 @pytest.fixture(scope="module")
 def tables(dynamodb, unique_table_name):
-    return make_table(dynamodb, unique_table_name("Users")), make_table(dynamodb, unique_table_name("Events"), sort=True)
+    return make_table(dynamodb, unique_table_name("Users")), make_table(
+        dynamodb, unique_table_name("Events"), sort=True
+    )
 
 
 def scan_all(dynamodb, table):
@@ -66,7 +68,9 @@ def test_mixed_table_batch_write_and_get(dynamodb, tables):
     assert sorted(got["Responses"][users], key=repr) == [{"name": {"S": "Ann"}}, {"name": {"S": "Bo"}}]
     assert got["Responses"][events] == [{"pk": {"S": "u1"}, "n": {"N": "2"}}]
     deleted = dynamodb.batch_write_item(
-        RequestItems={users: [{"DeleteRequest": {"Key": {"pk": {"S": "u2"}}}}, {"DeleteRequest": {"Key": {"pk": {"S": "u9"}}}}]}
+        RequestItems={
+            users: [{"DeleteRequest": {"Key": {"pk": {"S": "u2"}}}}, {"DeleteRequest": {"Key": {"pk": {"S": "u9"}}}}]
+        }
     )
     assert deleted["UnprocessedItems"] == {}
     assert dynamodb.get_item(TableName=users, Key={"pk": {"S": "u2"}}).get("Item") is None
@@ -118,7 +122,9 @@ def test_consumed_capacity_for_known_item_sizes(dynamodb, tables):
     item = {"pk": {"S": "cap"}, "d": {"S": "x" * 4999}}
     put = dynamodb.put_item(TableName=users, Item=item, ReturnConsumedCapacity="TOTAL")
     assert put["ConsumedCapacity"] == {"TableName": users, "CapacityUnits": 5.0}
-    strong = dynamodb.get_item(TableName=users, Key={"pk": {"S": "cap"}}, ConsistentRead=True, ReturnConsumedCapacity="TOTAL")
+    strong = dynamodb.get_item(
+        TableName=users, Key={"pk": {"S": "cap"}}, ConsistentRead=True, ReturnConsumedCapacity="TOTAL"
+    )
     assert strong["ConsumedCapacity"] == {"TableName": users, "CapacityUnits": 2.0}
     eventual = dynamodb.get_item(TableName=users, Key={"pk": {"S": "cap"}}, ReturnConsumedCapacity="INDEXES")
     assert eventual["ConsumedCapacity"] == {"TableName": users, "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}
@@ -128,7 +134,12 @@ def test_consumed_capacity_for_known_item_sizes(dynamodb, tables):
     )
     assert batch["ConsumedCapacity"] == [{"TableName": users, "CapacityUnits": 3.0}]
     write = dynamodb.batch_write_item(
-        RequestItems={users: [{"PutRequest": {"Item": {**item, "pk": {"S": "cap2"}}}}, {"DeleteRequest": {"Key": {"pk": {"S": "cap"}}}}]},
+        RequestItems={
+            users: [
+                {"PutRequest": {"Item": {**item, "pk": {"S": "cap2"}}}},
+                {"DeleteRequest": {"Key": {"pk": {"S": "cap"}}}},
+            ]
+        },
         ReturnConsumedCapacity="TOTAL",
     )
     assert write["ConsumedCapacity"] == [{"TableName": users, "CapacityUnits": 10.0}]
@@ -144,7 +155,10 @@ def test_legacy_expected_and_attribute_updates(dynamodb, tables):
     updated = dynamodb.update_item(
         TableName=users,
         Key=key,
-        AttributeUpdates={"v": {"Action": "ADD", "Value": {"N": "2"}}, "tags": {"Action": "ADD", "Value": {"SS": ["a"]}}},
+        AttributeUpdates={
+            "v": {"Action": "ADD", "Value": {"N": "2"}},
+            "tags": {"Action": "ADD", "Value": {"SS": ["a"]}},
+        },
         Expected={"v": {"ComparisonOperator": "LT", "AttributeValueList": [{"N": "5"}]}},
         ReturnValues="ALL_NEW",
     )
@@ -155,7 +169,9 @@ def test_legacy_expected_and_attribute_updates(dynamodb, tables):
                              ConditionalOperator="OR")  # fmt: skip
     assert caught.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
     with pytest.raises(ClientError) as caught:
-        dynamodb.put_item(TableName=users, Item=key, Expected={"v": {"Exists": False}}, ConditionExpression="attribute_exists(v)")
+        dynamodb.put_item(
+            TableName=users, Item=key, Expected={"v": {"Exists": False}}, ConditionExpression="attribute_exists(v)"
+        )
     assert caught.value.response["Error"]["Message"] == (
         "Can not use both expression and non-expression parameters in the same request: "
         "Non-expression parameters: {Expected} Expression parameters: {ConditionExpression}"
@@ -171,7 +187,10 @@ def test_legacy_key_conditions_and_query_filter(dynamodb, tables):
     equals_q = {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "q"}]}
     response = dynamodb.query(
         TableName=events,
-        KeyConditions={"pk": equals_q, "n": {"ComparisonOperator": "BETWEEN", "AttributeValueList": [{"N": "2"}, {"N": "7"}]}},
+        KeyConditions={
+            "pk": equals_q,
+            "n": {"ComparisonOperator": "BETWEEN", "AttributeValueList": [{"N": "2"}, {"N": "7"}]},
+        },
         QueryFilter={"parity": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "odd"}]}},
         AttributesToGet=["n"],
         ScanIndexForward=False,

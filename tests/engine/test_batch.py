@@ -31,7 +31,10 @@ def create(engine, name, sort=False, lsi=False, gsi=False):
         request["LocalSecondaryIndexes"] = [
             {
                 "IndexName": "byWhen",
-                "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}, {"AttributeName": "when", "KeyType": "RANGE"}],
+                "KeySchema": [
+                    {"AttributeName": "id", "KeyType": "HASH"},
+                    {"AttributeName": "when", "KeyType": "RANGE"},
+                ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
             }
         ]
@@ -141,7 +144,10 @@ def test_empty_lists_and_maps(engine):
         "1 validation error detected: Value null at 'requestItems' failed to satisfy constraint: "
         "Member must not be null"
     )
-    assert "Map value must satisfy constraint" in error_of(engine, "BatchWriteItem", {"RequestItems": {"Plain": []}}).message
+    assert (
+        "Map value must satisfy constraint"
+        in error_of(engine, "BatchWriteItem", {"RequestItems": {"Plain": []}}).message
+    )
 
 
 def test_bad_table_names_and_enums_are_reported_together(engine):
@@ -151,7 +157,7 @@ def test_bad_table_names_and_enums_are_reported_together(engine):
     assert error.message == (
         "2 validation errors detected: Value 'ALL' at 'returnConsumedCapacity' failed to satisfy constraint: "
         "Member must satisfy enum value set: [INDEXES, TOTAL, NONE]; "
-        "Value '{a=[{\"PutRequest\":{\"Item\":{\"id\":{\"S\":\"k1\"}}}}]}' at 'requestItems' failed to satisfy "
+        'Value \'{a=[{"PutRequest":{"Item":{"id":{"S":"k1"}}}}]}\' at \'requestItems\' failed to satisfy '
         "constraint: Map keys must satisfy constraint: [Member must have length less than or equal to 255, "
         "Member must have length greater than or equal to 3, Member must satisfy regular expression pattern: "
         "[a-zA-Z0-9_.-]+]"
@@ -159,9 +165,7 @@ def test_bad_table_names_and_enums_are_reported_together(engine):
 
 
 def test_null_item_and_key_paths(engine):
-    error = error_of(
-        engine, "BatchWriteItem", {"RequestItems": {"Plain": [{"PutRequest": {}}, {"DeleteRequest": {}}]}}
-    )
+    error = error_of(engine, "BatchWriteItem", {"RequestItems": {"Plain": [{"PutRequest": {}}, {"DeleteRequest": {}}]}})
     assert error.message == (
         "2 validation errors detected: "
         "Value null at 'requestItems.Plain.member.1.member.putRequest.item' failed to satisfy constraint: "
@@ -227,7 +231,9 @@ def test_values_are_checked_before_tables(engine):
 def test_conditions_are_not_part_of_a_batch(engine):
     # There is no condition member in a WriteRequest: anything else given is ignored, as DynamoDB ignores it.
     call(engine, "PutItem", {"TableName": "Plain", "Item": {"id": {"S": "k1"}, "v": {"N": "1"}}})
-    request = {"RequestItems": {"Plain": [{"PutRequest": {"Item": {"id": {"S": "k1"}}, "ConditionExpression": "v = :x"}}]}}
+    request = {
+        "RequestItems": {"Plain": [{"PutRequest": {"Item": {"id": {"S": "k1"}}, "ConditionExpression": "v = :x"}}]}
+    }
     call(engine, "BatchWriteItem", request)
     assert everything(engine) == [{"id": {"S": "k1"}}]
 
@@ -317,7 +323,9 @@ def test_item_collection_metrics(engine):
             {"ItemCollectionKey": {"id": {"S": "b"}}, "SizeEstimateRangeGB": [0.0, 1.0]},
         ]
     }
-    plain = call(engine, "BatchWriteItem", {"RequestItems": {"Plain": [put_request(2)]}, "ReturnItemCollectionMetrics": "SIZE"})
+    plain = call(
+        engine, "BatchWriteItem", {"RequestItems": {"Plain": [put_request(2)]}, "ReturnItemCollectionMetrics": "SIZE"}
+    )
     assert "ItemCollectionMetrics" not in plain
 
 
@@ -336,7 +344,11 @@ def test_requests_on_held_items_are_left_unprocessed(engine):
 
 
 def fill(engine, count=5):
-    call(engine, "BatchWriteItem", {"RequestItems": {"Plain": [put_request(i, v={"N": str(i)}, w={"S": "w"}) for i in range(count)]}})
+    call(
+        engine,
+        "BatchWriteItem",
+        {"RequestItems": {"Plain": [put_request(i, v={"N": str(i)}, w={"S": "w"}) for i in range(count)]}},
+    )
 
 
 def test_get_across_tables(engine):
@@ -380,13 +392,17 @@ def test_get_with_projections(engine):
         },
     )
     assert response["Responses"] == {"Plain": [{"id": {"S": "k2"}, "v": {"N": "2"}}]}
-    legacy = call(engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [{"id": {"S": "k2"}}], "AttributesToGet": ["w"]}}})
+    legacy = call(
+        engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [{"id": {"S": "k2"}}], "AttributesToGet": ["w"]}}}
+    )
     assert legacy["Responses"] == {"Plain": [{"w": {"S": "w"}}]}
 
 
 def test_get_projection_errors(engine):
     def message(entry):
-        return error_of(engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [{"id": {"S": "k"}}], **entry}}}).message
+        return error_of(
+            engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [{"id": {"S": "k"}}], **entry}}}
+        ).message
 
     assert message({"ProjectionExpression": "a", "AttributesToGet": ["a"]}) == (
         "Can not use both expression and non-expression parameters in the same request: "
@@ -412,7 +428,10 @@ def test_get_limits_and_duplicates(engine):
     assert message.startswith("1 validation error detected: Value '[")
     assert message.endswith("' at 'requestItems.Plain.member.keys' failed to satisfy constraint: "
                             "Member must have length less than or equal to 100")  # fmt: skip
-    assert error_of(engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [keys[0], keys[0]]}}}).message == DUPLICATES
+    assert (
+        error_of(engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [keys[0], keys[0]]}}}).message
+        == DUPLICATES
+    )
     assert error_of(engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": []}}}).message == (
         "1 validation error detected: Value '[]' at 'requestItems.Plain.member.keys' failed to satisfy constraint: "
         "Member must have length greater than or equal to 1"
@@ -424,7 +443,11 @@ def test_get_limits_and_duplicates(engine):
 
 
 def test_get_missing_table_and_bad_keys(engine):
-    error = error_of(engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [{"id": {"S": "k"}}]}, "Nope": {"Keys": [{"id": {"S": "k"}}]}}})
+    error = error_of(
+        engine,
+        "BatchGetItem",
+        {"RequestItems": {"Plain": {"Keys": [{"id": {"S": "k"}}]}, "Nope": {"Keys": [{"id": {"S": "k"}}]}}},
+    )
     assert (error.type_name, error.message) == ("ResourceNotFoundException", "Requested resource not found")
     for bad in ({"id": {"N": "1"}}, {"other": {"S": "x"}}, {"id": {"S": "x"}, "b": {"S": "y"}}):
         assert error_of(engine, "BatchGetItem", {"RequestItems": {"Plain": {"Keys": [bad]}}}).message == (
@@ -433,7 +456,9 @@ def test_get_missing_table_and_bad_keys(engine):
 
 
 def test_get_capacity(engine):
-    call(engine, "PutItem", {"TableName": "Plain", "Item": {"id": {"S": "big"}, "b": {"S": "x" * 5000}}})  # 2 read units
+    call(
+        engine, "PutItem", {"TableName": "Plain", "Item": {"id": {"S": "big"}, "b": {"S": "x" * 5000}}}
+    )  # 2 read units
     call(engine, "PutItem", {"TableName": "Sorted", "Item": {"id": {"S": "s"}, "n": {"N": "1"}}})
     response = call(
         engine,
@@ -487,7 +512,9 @@ def test_single_item_capacity(engine):
     update = call(engine, "UpdateItem", {"TableName": "Plain", "Key": {"id": {"S": "a"}}, "UpdateExpression": "REMOVE b",
                                          "ReturnConsumedCapacity": "TOTAL"})  # fmt: skip
     assert update["ConsumedCapacity"] == {"TableName": "Plain", "CapacityUnits": 2.0}  # the larger of old and new
-    delete = call(engine, "DeleteItem", {"TableName": "Plain", "Key": {"id": {"S": "a"}}, "ReturnConsumedCapacity": "NONE"})
+    delete = call(
+        engine, "DeleteItem", {"TableName": "Plain", "Key": {"id": {"S": "a"}}, "ReturnConsumedCapacity": "NONE"}
+    )
     assert delete == {}
 
 
@@ -495,7 +522,9 @@ def test_gsi_write_capacity_on_single_writes(engine):
     create(engine, "Tagged", gsi=True)
 
     def units(operation, request):
-        return call(engine, operation, {"TableName": "Tagged", "ReturnConsumedCapacity": "INDEXES", **request})["ConsumedCapacity"]
+        return call(engine, operation, {"TableName": "Tagged", "ReturnConsumedCapacity": "INDEXES", **request})[
+            "ConsumedCapacity"
+        ]
 
     first = units("PutItem", {"Item": {"id": {"S": "a"}, "tag": {"S": "t"}}})
     assert first == {"TableName": "Tagged", "CapacityUnits": 2.0, "Table": {"CapacityUnits": 1.0},

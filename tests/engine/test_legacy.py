@@ -186,8 +186,8 @@ EXPECTED_ERRORS = [
      INVALID + "Value cannot be used when Exists is false for Attribute: a"),
     ({"a": {"Value": {"SS": []}}}, INVALID + "An string set  may not be empty"),
     ({"a": {"ComparisonOperator": "XX"}},
-     f"1 validation error detected: Value 'XX' at 'expected.a.member.comparisonOperator' failed to satisfy "
-     f"constraint: Member must satisfy enum value set: {OPERATOR_SET}"),
+     (f"1 validation error detected: Value 'XX' at 'expected.a.member.comparisonOperator' failed to satisfy "
+     f"constraint: Member must satisfy enum value set: {OPERATOR_SET}")),
 ]  # fmt: skip
 
 
@@ -249,7 +249,9 @@ def test_conditional_operator_enum(engine):
 
 
 def update(engine, updates, **extra):
-    return call(engine, "UpdateItem", {"TableName": "Items", "Key": {"id": {"S": "a"}}, "AttributeUpdates": updates, **extra})
+    return call(
+        engine, "UpdateItem", {"TableName": "Items", "Key": {"id": {"S": "a"}}, "AttributeUpdates": updates, **extra}
+    )
 
 
 def test_attribute_updates_actions(engine):
@@ -289,7 +291,9 @@ def test_deleting_every_element_removes_the_set(engine):
 
 
 def test_attribute_updates_create_the_item(engine):
-    response = update(engine, {"n": {"Action": "ADD", "Value": {"N": "1"}}, "x": {"Action": "DELETE"}}, ReturnValues="ALL_NEW")
+    response = update(
+        engine, {"n": {"Action": "ADD", "Value": {"N": "1"}}, "x": {"Action": "DELETE"}}, ReturnValues="ALL_NEW"
+    )
     assert response == {"Attributes": {"id": {"S": "a"}, "n": {"N": "1"}}}
     assert update(engine, {}, ReturnValues="ALL_NEW") == {"Attributes": {"id": {"S": "a"}, "n": {"N": "1"}}}
 
@@ -320,8 +324,8 @@ ATTRIBUTE_UPDATE_ERRORS = [
     ({"ns": {"Action": "DELETE", "Value": {"SS": ["1"]}}}, "Type mismatch for attribute to update"),
     ({"s": {"Action": "ADD", "Value": {"L": []}}}, "Type mismatch for attribute to update"),
     ({"x": {"Action": "SET", "Value": {"S": "a"}}},
-     "1 validation error detected: Value 'SET' at 'attributeUpdates.x.member.action' failed to satisfy constraint: "
-     "Member must satisfy enum value set: [ADD, PUT, DELETE]"),
+     ("1 validation error detected: Value 'SET' at 'attributeUpdates.x.member.action' failed to satisfy constraint: "
+     "Member must satisfy enum value set: [ADD, PUT, DELETE]")),
     ({"x": {"Value": {"N": "1e500"}}}, "Number overflow. Attempting to store a number with magnitude larger than supported range"),
 ]  # fmt: skip
 
@@ -329,7 +333,9 @@ ATTRIBUTE_UPDATE_ERRORS = [
 @pytest.mark.parametrize(("updates", "text"), ATTRIBUTE_UPDATE_ERRORS)
 def test_attribute_updates_validation(engine, updates, text):
     put_sample(engine)
-    error = error_of(engine, "UpdateItem", {"TableName": "Items", "Key": {"id": {"S": "a"}}, "AttributeUpdates": updates})
+    error = error_of(
+        engine, "UpdateItem", {"TableName": "Items", "Key": {"id": {"S": "a"}}, "AttributeUpdates": updates}
+    )
     assert (error.type_name, error.message) == ("ValidationException", text)
     assert item_of(engine) == SAMPLE
 
@@ -432,11 +438,11 @@ KEY_CONDITION_ERRORS = [
     ({**P, "n": {"ComparisonOperator": "BETWEEN", "AttributeValueList": [{"N": "2"}, {"N": "1"}]}},
      "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"),
     ({"id": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": ""}]}},
-     "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty "
-     "string value. Key: id"),
+     ("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty "
+     "string value. Key: id")),
     ({"id": {"AttributeValueList": [{"S": "p"}]}},
-     "1 validation error detected: Value null at 'keyConditions.id.member.comparisonOperator' failed to satisfy "
-     "constraint: Member must not be null"),
+     ("1 validation error detected: Value null at 'keyConditions.id.member.comparisonOperator' failed to satisfy "
+     "constraint: Member must not be null")),
 ]  # fmt: skip
 
 
@@ -522,7 +528,9 @@ EQUIVALENTS = [
 
 @pytest.fixture
 def filtered(engine):
-    call(engine, "BatchWriteItem", {"RequestItems": {"Items": [{"PutRequest": {"Item": item}} for item in FILTER_ITEMS]}})
+    call(
+        engine, "BatchWriteItem", {"RequestItems": {"Items": [{"PutRequest": {"Item": item}} for item in FILTER_ITEMS]}}
+    )
     return engine
 
 
@@ -546,7 +554,9 @@ def test_scan_filter_conditional_operator(filtered):
     conditions = {"a": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "abc"}]},
                   "b": {"ComparisonOperator": "GT", "AttributeValueList": [{"N": "5"}]}}  # fmt: skip
     assert ids(call(filtered, "Scan", {"TableName": "Items", "ScanFilter": conditions})) == []
-    assert ids(call(filtered, "Scan", {"TableName": "Items", "ScanFilter": conditions, "ConditionalOperator": "OR"})) == ["1", "4"]
+    assert ids(
+        call(filtered, "Scan", {"TableName": "Items", "ScanFilter": conditions, "ConditionalOperator": "OR"})
+    ) == ["1", "4"]
 
 
 FILTER_ERRORS = [
@@ -566,8 +576,8 @@ FILTER_ERRORS = [
     ({"a": {"ComparisonOperator": "EQ", "AttributeValueList": [{"N": "x"}]}},
      "A value provided cannot be converted into a number"),
     ({"a": {"ComparisonOperator": "EQUALS", "AttributeValueList": [{"S": "a"}]}},
-     f"1 validation error detected: Value 'EQUALS' at 'scanFilter.a.member.comparisonOperator' failed to satisfy "
-     f"constraint: Member must satisfy enum value set: {OPERATOR_SET}"),
+     (f"1 validation error detected: Value 'EQUALS' at 'scanFilter.a.member.comparisonOperator' failed to satisfy "
+     f"constraint: Member must satisfy enum value set: {OPERATOR_SET}")),
 ]  # fmt: skip
 
 
@@ -578,7 +588,11 @@ def test_scan_filter_validation(engine, conditions, text):
 
 
 def test_scan_filter_beside_expressions(engine):
-    request = {"TableName": "Items", "ScanFilter": {"a": {"ComparisonOperator": "NOT_NULL"}}, "ProjectionExpression": "a"}
+    request = {
+        "TableName": "Items",
+        "ScanFilter": {"a": {"ComparisonOperator": "NOT_NULL"}},
+        "ProjectionExpression": "a",
+    }
     assert message(engine, "Scan", request) == (
         MIXED + "Non-expression parameters: {ScanFilter} Expression parameters: {ProjectionExpression}"
     )
@@ -593,14 +607,20 @@ def test_scan_filter_beside_expressions(engine):
 
 
 def test_attributes_to_get(filtered):
-    got = call(filtered, "GetItem", {"TableName": "Items", "Key": {"id": {"S": "2"}}, "AttributesToGet": ["b", "c", "zz"]})
+    got = call(
+        filtered, "GetItem", {"TableName": "Items", "Key": {"id": {"S": "2"}}, "AttributesToGet": ["b", "c", "zz"]}
+    )
     assert got == {"Item": {"b": {"N": "2"}, "c": {"SS": ["x", "y"]}}}
     nothing = call(filtered, "GetItem", {"TableName": "Items", "Key": {"id": {"S": "2"}}, "AttributesToGet": ["zz"]})
     assert nothing == {"Item": {}}
     scanned = call(filtered, "Scan", {"TableName": "Items", "AttributesToGet": ["id"], "Select": "SPECIFIC_ATTRIBUTES"})
     assert sorted(scanned["Items"], key=repr) == [{"id": {"S": str(i)}} for i in range(1, 6)]
     # A legacy name is one literal attribute name, never a document path.
-    call(filtered, "PutItem", {"TableName": "Items", "Item": {"id": {"S": "9"}, "a.b": {"S": "dotted"}, "a": {"M": {"b": {"S": "nested"}}}}})
+    call(
+        filtered,
+        "PutItem",
+        {"TableName": "Items", "Item": {"id": {"S": "9"}, "a.b": {"S": "dotted"}, "a": {"M": {"b": {"S": "nested"}}}}},
+    )
     dotted = call(filtered, "GetItem", {"TableName": "Items", "Key": {"id": {"S": "9"}}, "AttributesToGet": ["a.b"]})
     assert dotted == {"Item": {"a.b": {"S": "dotted"}}}
 
@@ -617,12 +637,12 @@ SELECT_ERRORS = [
      "Must specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES"),
     ({"Select": "ALL_PROJECTED_ATTRIBUTES"}, "ALL_PROJECTED_ATTRIBUTES can be used only when Scanning using an IndexName"),
     ({"Select": "SOME"},
-     "1 validation error detected: Value 'SOME' at 'select' failed to satisfy constraint: Member must satisfy enum "
-     "value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]"),
+     ("1 validation error detected: Value 'SOME' at 'select' failed to satisfy constraint: Member must satisfy enum "
+     "value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]")),
     ({"AttributesToGet": ["a", "b", "a"]}, INVALID + "Duplicate value in attribute name: a"),
     ({"AttributesToGet": []},
-     "1 validation error detected: Value '[]' at 'attributesToGet' failed to satisfy constraint: "
-     "Member must have length greater than or equal to 1"),
+     ("1 validation error detected: Value '[]' at 'attributesToGet' failed to satisfy constraint: "
+     "Member must have length greater than or equal to 1")),
 ]  # fmt: skip
 
 
@@ -632,9 +652,9 @@ def test_select_validation(engine, extra, text):
 
 
 def test_select_on_query(events):
-    assert message(events, "Query", {"TableName": "Events", "KeyConditions": P, "Select": "ALL_PROJECTED_ATTRIBUTES"}) == (
-        "ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName"
-    )
+    assert message(
+        events, "Query", {"TableName": "Events", "KeyConditions": P, "Select": "ALL_PROJECTED_ATTRIBUTES"}
+    ) == ("ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName")
     specific = query(events, P, Select="SPECIFIC_ATTRIBUTES", AttributesToGet=["n"], Limit=2)
     assert specific["Items"] == [{"n": {"N": "1"}}, {"n": {"N": "2"}}]
     everything = query(events, P, Select="ALL_ATTRIBUTES", Limit=1)
@@ -645,4 +665,37 @@ def test_get_item_attributes_to_get_beside_a_projection(engine):
     request = {"TableName": "Items", "Key": {"id": {"S": "a"}}, "AttributesToGet": ["a"], "ProjectionExpression": "a"}
     assert message(engine, "GetItem", request) == (
         MIXED + "Non-expression parameters: {AttributesToGet} Expression parameters: {ProjectionExpression}"
+    )
+
+
+def test_key_conditions_on_a_global_secondary_index(engine):
+    engine.handle("CreateTable", {
+        "TableName": "Tagged",
+        "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}, {"AttributeName": "tag", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+        "GlobalSecondaryIndexes": [{"IndexName": "byTag", "KeySchema": [{"AttributeName": "tag", "KeyType": "HASH"}],
+                                    "Projection": {"ProjectionType": "ALL"}}],
+        "BillingMode": "PAY_PER_REQUEST",
+    })  # fmt: skip
+    for i, tag in enumerate(("red", "red", "blue")):
+        call(engine, "PutItem", {"TableName": "Tagged", "Item": {"id": {"S": f"i{i}"}, "tag": {"S": tag}}})
+    red = {"tag": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "red"}]}}
+    response = call(engine, "Query", {"TableName": "Tagged", "IndexName": "byTag", "KeyConditions": red,
+                                      "QueryFilter": {"id": {"ComparisonOperator": "NE", "AttributeValueList": [{"S": "i0"}]}}})  # fmt: skip
+    assert response["Items"] == [{"id": {"S": "i1"}, "tag": {"S": "red"}}]  # the table's key may be filtered on
+    assert message(engine, "Query", {"TableName": "Tagged", "IndexName": "byTag", "KeyConditions": {
+        "id": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "i0"}]}}}) == (
+        "Query condition missed key schema element: tag"
+    )  # fmt: skip
+    assert message(engine, "Query", {"TableName": "Tagged", "IndexName": "byTag", "KeyConditions": red,
+                                     "QueryFilter": {"tag": {"ComparisonOperator": "NOT_NULL"}}}) == (
+        "QueryFilter can only contain non-primary key attributes: Primary key attribute: tag"
+    )  # fmt: skip
+
+
+def test_return_values_enum_is_printed_in_dynamodb_order(engine):
+    request = {"TableName": "Items", "Key": {"id": {"S": "a"}}, "ReturnValues": "EVERYTHING"}
+    assert message(engine, "UpdateItem", request) == (
+        "1 validation error detected: Value 'EVERYTHING' at 'returnValues' failed to satisfy constraint: "
+        "Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]"
     )

@@ -236,7 +236,9 @@ def test_integer_encoding_round_trips_and_preserves_order_including_huge_integer
 
 def random_stamp(rng: random.Random) -> HlcTimestamp:
     # Mostly realistic stamps, bunched so that ties in the physical part are common, plus some extremes.
-    physical = rng.choice([0, 1, rng.randrange(10**14), 1_700_000_000_000 + rng.randrange(20), 10 ** rng.randint(20, 70)])
+    physical = rng.choice(
+        [0, 1, rng.randrange(10**14), 1_700_000_000_000 + rng.randrange(20), 10 ** rng.randint(20, 70)]
+    )
     return HlcTimestamp(physical, rng.choice([0, 1, 9, 10, rng.randrange(10**6), 10 ** rng.randint(25, 60)]))
 
 

@@ -71,6 +71,30 @@ def add_region_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LEVEL",
         help="server log level on stderr: DEBUG, INFO (default), WARNING or ERROR",
     )
+    parser.add_argument(
+        "--ttl-sweep-interval",
+        type=positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often expired items (TTL) are swept and old stream records trimmed (default 30)",
+    )
+    parser.add_argument(
+        "--stream-retention",
+        type=positive_seconds,
+        default=24 * 3600.0,
+        metavar="SECONDS",
+        help="how long stream records stay readable (default 86400, DynamoDB's 24 hours)",
+    )
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds {text!r}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid number of seconds {text!r}: must be positive")
+    return seconds
 
 
 def run_region(args: argparse.Namespace) -> int:
@@ -85,12 +109,42 @@ def run_region(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    config = RegionConfig(name=args.name, host=args.host, port=args.port, data_dir=data_dir, ready_file=args.ready_file)
+    config = RegionConfig(
+        name=args.name,
+        host=args.host,
+        port=args.port,
+        data_dir=data_dir,
+        ready_file=args.ready_file,
+        ttl_sweep_interval_s=args.ttl_sweep_interval,
+        stream_retention_s=args.stream_retention,
+    )
     return run(config)
+
+
+# ----------------------------------------------------------------------------------------------------- validate
+
+
+def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="topology files (topologies/*.yaml)")
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from ..experiment.topology import validate_files
+
+    valid = validate_files(args.files, lambda line: print(line, file=sys.stderr))
+    if valid:
+        print(f"{len(args.files)} topology file{'s' if len(args.files) != 1 else ''} valid")
+    return 0 if valid else 1
 
 
 COMMANDS = [
     Command("region", "run one standalone region: a DynamoDB-compatible endpoint", add_region_arguments, run_region),
+    Command(
+        "validate",
+        "check topology files; print each error with its file and field",
+        add_validate_arguments,
+        run_validate,
+    ),
 ]
 
 

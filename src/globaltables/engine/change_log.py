@@ -24,6 +24,7 @@ Theory of operation
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -56,7 +57,14 @@ def label_after(label: str) -> str:
 
 
 def items_equal(old: dict, new: dict) -> bool:
-    return old == new or values_equal({"M": old}, {"M": new})
+    """DynamoDB equality of two items (sets unordered); plain comparisons first, they settle nearly every case."""
+    if old.keys() != new.keys():
+        return False
+    for name, value in old.items():
+        other = new[name]
+        if value != other and not values_equal(value, other):
+            return False
+    return True
 
 
 class ChangeLog:
@@ -185,8 +193,9 @@ class ChangeLog:
         """The last sequence number written to a stream so far (start_seq - 1 if none)."""
         return stream.end_seq if stream.end_seq is not None else self.next_seq(stream.tid) - 1
 
-    def read(self, stream: StreamRow, first: int, limit: int) -> list[LogRecord]:
-        return list(self.store.read(stream.tid, first, stream.end_seq, limit))
+    def read(self, stream: StreamRow, first: int, limit: int) -> Iterator[LogRecord]:
+        """The stream's records from sequence number `first` on, at most `limit`; close the iterator when done."""
+        return self.store.read(stream.tid, first, stream.end_seq, limit)
 
     # ------------------------------------------------------------------------------------------------ retention
 

@@ -16,11 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runtime.clock import Clock
+from . import streams
+from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .errors import ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
 from .indexes import IndexManager
 from .schema import TableDefinition
 from .storage.sqlite_store import ItemWrite, SqliteStore, TokenRecord
+from .ttl import TtlSweeper
 
 Handler = Callable[["Engine", dict], dict]
 
@@ -45,6 +48,7 @@ class Engine:
         clock: Clock,
         region: str = "us-east-1",
         account: str = "000000000000",
+        stream_retention_s: float = DEFAULT_RETENTION_S,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -58,6 +62,10 @@ class Engine:
         # Secondary indexes (indexes.py): a commit hook of the store, plus backfills and purges run by
         # `background_step`.
         self.indexes = IndexManager(self)
+        # The change log (change_log.py): a commit hook after the index one, the source of streams; and the TTL
+        # sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired` periodically.
+        self.change_log = ChangeLog(self, stream_retention_s)
+        self.ttl = TtlSweeper(self)
 
     # ---------------------------------------------------------------------------------------------------- dispatch
 
@@ -99,9 +107,11 @@ class Engine:
         self.indexes.table_saved(self.tables.get(definition.name), definition)
         self.store.save_table(definition.name, definition.to_dict())
         self.tables[definition.name] = definition
+        self.change_log.table_saved(definition)  # a stream enabled or disabled
 
     def drop_table(self, name: str) -> None:
         self.indexes.table_dropped(self.tables[name])
+        self.change_log.table_dropped(name)
         self.store.drop_table(name)
         del self.tables[name]
 
@@ -119,6 +129,21 @@ class Engine:
         """Do one bounded chunk (a few milliseconds) of background work; whether more remains. The region server
         calls it between requests; tests call it directly."""
         return self.indexes.step()
+
+    def sweep_expired(self, limit: int = 1000) -> int:
+        """One bounded step of the TTL sweep (ttl.py): how many expired items it deleted. `self.ttl.pass_complete`
+        tells whether the step finished a pass over every table with TTL enabled."""
+        return self.ttl.sweep(limit)
+
+    def trim_change_log(self, limit: int | None = None) -> int:
+        """One bounded step of stream retention (change_log.py): how many expired records it removed."""
+        return self.change_log.trim(limit)
+
+    # ------------------------------------------------------------------------------------------------- streams
+
+    def handle_streams(self, operation: str, request: Any) -> dict:
+        """An operation of the DynamoDB Streams API (`DynamoDBStreams_20120810.<Operation>`)."""
+        return streams.handle(self, operation, request)
 
     # -------------------------------------------------------------------------------------------------- write path
 

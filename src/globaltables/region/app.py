@@ -4,7 +4,8 @@ The request path is kept lean on purpose (a region should take well over 10,000 
 handler on the raw request, no middlewares, the engine called inline on the event loop (it is synchronous and not
 thread-safe; running it inline is both the fastest and the only correct way), orjson, zlib.crc32, and a counter for
 request ids. Protocol decisions live in `wire.py`. The engine's background work (index backfills and purges) runs
-in bounded steps between requests, owned by the application's cleanup context.
+in bounded steps between requests, owned by the application's cleanup context; so do the TTL sweep and the trim
+of stream records past retention, every `--ttl-sweep-interval` seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ REQUEST_IDS = web.AppKey("request_ids", wire.RequestIds)
 
 # How often an idle region looks for background work (index backfills and purges); each step takes milliseconds.
 BACKGROUND_POLL_S = 0.05
+
+# TTL sweeping and stream retention: every interval, sweep passes in bounded steps (deleting at most this many
+# items per step), yielding to requests between steps.
+DEFAULT_TTL_SWEEP_INTERVAL_S = 30.0
+TTL_SWEEP_LIMIT = 500
+TTL_INTERVAL = web.AppKey("ttl_sweep_interval_s", float)
 
 log = logging.getLogger("globaltables.region")
 
@@ -51,11 +58,39 @@ async def background_work(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
-def make_app(engine: Engine) -> web.Application:
+async def expiry_work(app: web.Application) -> AsyncIterator[None]:
+    """Every TTL sweep interval: trim stream records past retention, then sweep expired items (a full pass over
+    the TTL tables, in bounded steps), for the application's lifetime."""
+    engine = app[ENGINE]
+    interval = app[TTL_INTERVAL]
+
+    async def run() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                while engine.trim_change_log():
+                    await asyncio.sleep(0)
+                while True:
+                    engine.sweep_expired(TTL_SWEEP_LIMIT)
+                    if engine.ttl.pass_complete:
+                        break
+                    await asyncio.sleep(0)  # let waiting requests run between steps
+            except Exception:  # keep serving; the next interval tries again
+                log.exception("TTL sweep or stream trim failed")
+
+    task = asyncio.create_task(run())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def make_app(engine: Engine, ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S) -> web.Application:
     """The application serving `engine`. The caller owns the engine and its store (and closes them)."""
     # aiohttp enforces the size limit itself while reading bodies without a Content-Length (chunked uploads).
     app = web.Application(client_max_size=wire.MAX_REQUEST_BYTES)
     app[ENGINE] = engine
+    app[TTL_INTERVAL] = ttl_sweep_interval_s
     app[REQUEST_IDS] = request_ids = wire.RequestIds()
     next_id = request_ids.next
     answer = wire.answer
@@ -92,4 +127,5 @@ def make_app(engine: Engine) -> web.Application:
 
     app.router.add_route("*", "/{path:.*}", handle)
     app.cleanup_ctx.append(background_work)
+    app.cleanup_ctx.append(expiry_work)
     return app

@@ -45,6 +45,8 @@ class RegionConfig:
     port: int = 8000
     data_dir: Path | None = None  # None keeps everything in memory
     ready_file: Path | None = None
+    ttl_sweep_interval_s: float = 30.0  # TTL sweep and stream retention trim (app.py `expiry_work`)
+    stream_retention_s: float = 24 * 3600.0
 
 
 class DataDirInUse(OSError):
@@ -99,8 +101,9 @@ async def serve(config: RegionConfig) -> None:
 async def serve_store(config: RegionConfig) -> None:
     store = open_store(config)
     try:
-        engine = Engine(store, SystemClock(), region=config.name)
-        runner = web.AppRunner(make_app(engine), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
+        engine = Engine(store, SystemClock(), region=config.name, stream_retention_s=config.stream_retention_s)
+        app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
         try:
             site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True)

@@ -197,7 +197,7 @@ class HybridLogicalClock:
     seconds (globaltables.runtime.clock.Clock). Not thread-safe: one region's replication core owns it.
     """
 
-    __slots__ = ("_physical", "mode", "max_offset_ms", "_on_skew", "_last", "_ahead_count", "_max_ahead_ms")
+    __slots__ = ("_ahead_count", "_last", "_max_ahead_ms", "_on_skew", "_physical", "max_offset_ms", "mode")
 
     def __init__(
         self,
@@ -290,8 +290,7 @@ class HybridLogicalClock:
 
     def _count_skew(self, remote: HlcTimestamp, physical: int, lead: int) -> None:
         self._ahead_count += 1
-        if lead > self._max_ahead_ms:
-            self._max_ahead_ms = lead
+        self._max_ahead_ms = max(self._max_ahead_ms, lead)
         count = self._ahead_count
         # Log the first occurrence and then at powers of two, so a persistently skewed peer cannot flood the log.
         if count & (count - 1) == 0:

@@ -17,14 +17,15 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class Envelope:
     """One logical message. `body` is opaque to the transport: bytes on the wire, or a dict in process."""
 
     # __slots__ and a plain __init__: envelopes are created per message on the hottest path of the simulator.
-    __slots__ = ("src", "dest", "kind", "msg_id", "in_reply_to", "body", "lane")
+    __slots__ = ("body", "dest", "in_reply_to", "kind", "lane", "msg_id", "src")
 
     def __init__(
         self,

@@ -48,7 +48,9 @@ class SimClock:
         if self.drift_ppm:
             offset += (now - self.drift_since) * self.drift_ppm * 1e-6
         if self.strobe_delta_s:
-            phase = int((now - self.strobe_since) / self.strobe_period_s)
+            # Phases counted in integer microseconds: float division at exact period boundaries,
+            # (20.2 - 20.0) / 0.1 = 1.999..., would flip a phase early or late.
+            phase = (round(now * MICROSECONDS_PER_SECOND) - self.strobe_since_us) // self.strobe_period_us
             if phase & 1:
                 offset += self.strobe_delta_s
         return offset
@@ -72,8 +74,8 @@ class SimClock:
         if period_s <= 0:
             raise ValueError("strobe period must be positive")
         self.strobe_delta_s = delta_s
-        self.strobe_period_s = period_s
-        self.strobe_since = self.monotonic()
+        self.strobe_period_us = max(1, round(period_s * MICROSECONDS_PER_SECOND))
+        self.strobe_since_us = self._scheduler.now_us
 
     def stop_strobe(self) -> None:
         self.strobe_delta_s = 0.0
@@ -84,8 +86,8 @@ class SimClock:
         self.drift_ppm = 0.0
         self.drift_since = self.monotonic()
         self.strobe_delta_s = 0.0
-        self.strobe_period_s = 1.0
-        self.strobe_since = 0.0
+        self.strobe_period_us = MICROSECONDS_PER_SECOND
+        self.strobe_since_us = 0
 
     def _fold_drift(self) -> None:
         now = self.monotonic()

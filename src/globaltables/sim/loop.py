@@ -17,7 +17,8 @@ Rules:
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 MICROSECONDS_PER_SECOND = 1_000_000
 
@@ -51,8 +52,7 @@ class Scheduler:
     # -- scheduling ---------------------------------------------------------------------------------------------
 
     def call_at_us(self, when_us: int, callback: Callable[..., Any], *args: Any) -> list[Any]:
-        if when_us < self.now_us:
-            when_us = self.now_us
+        when_us = max(when_us, self.now_us)
         heap = self._heap
         if len(heap) >= self.max_pending:
             raise SchedulerBoundExceeded(f"more than {self.max_pending} pending events")
@@ -103,8 +103,7 @@ class Scheduler:
             self.now_us = entry[0]
             ran += 1
             callback(*entry[3])
-        if when_us > self.now_us:
-            self.now_us = when_us
+        self.now_us = max(self.now_us, when_us)
         self.events_run += ran
         return ran
 

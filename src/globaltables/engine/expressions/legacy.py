@@ -24,10 +24,26 @@ from typing import Any
 
 from ..errors import ValidationException, invalid_parameter
 from ..schema import KeySchema, check_key_not_empty
-from ..validation import Bool, Field, List, Map, Str, Struct
+from ..validation import Bool, Field, List, Map, Str, Struct, check_request
 from ..values import compare_scalars, normalize_value
-from .ast import ADD, DELETE, REMOVE, SET, And, Between, Comparison, FunctionCall, In, Not, Or, Path, Projection
-from .ast import UpdateAction, UpdateExpression, Value
+from .ast import (
+    ADD,
+    DELETE,
+    REMOVE,
+    SET,
+    And,
+    Between,
+    Comparison,
+    FunctionCall,
+    In,
+    Not,
+    Or,
+    Path,
+    Projection,
+    UpdateAction,
+    UpdateExpression,
+    Value,
+)
 from .key_condition import KeyCondition
 from .paths import build_tree
 
@@ -55,15 +71,13 @@ CONDITIONS = Map(
     Struct(
         {
             "AttributeValueList": List(Field(type="any")),
-            "ComparisonOperator": Str(
-                required=True, enum=COMPARISON_OPERATORS, enum_order=COMPARISON_OPERATOR_ORDER
-            ),
+            "ComparisonOperator": Str(required=True, enum=COMPARISON_OPERATORS, enum_order=COMPARISON_OPERATOR_ORDER),
         }
     )
 )
 ATTRIBUTE_UPDATES = Map(Struct({"Value": Field(type="any"), "Action": Str(enum=("ADD", "PUT", "DELETE"))}))
 
-# Fields of each operation's request, for its `check_request` spec.
+# The legacy fields of each operation's request, checked by `check_fields`.
 WRITE_FIELDS: dict[str, Field] = {"Expected": EXPECTED, "ConditionalOperator": CONDITIONAL_OPERATOR}
 UPDATE_FIELDS: dict[str, Field] = {**WRITE_FIELDS, "AttributeUpdates": ATTRIBUTE_UPDATES}
 GET_FIELDS: dict[str, Field] = {"AttributesToGet": ATTRIBUTES_TO_GET}
@@ -78,6 +92,16 @@ SCAN_FIELDS: dict[str, Field] = {
     "ScanFilter": CONDITIONS,
     "ConditionalOperator": CONDITIONAL_OPERATOR,
 }
+
+
+def check_fields(request: dict, fields: dict[str, Field]) -> None:
+    """Check an operation's legacy fields, only when the request has one of them: they are rare, and every field
+    in a spec costs `check_request` a lookup and a call on the hot path."""
+    for name in fields:
+        if name in request:
+            check_request(request, fields)
+            return
+
 
 # -------------------------------------------------------------------------------------- comparison operators
 
@@ -193,7 +217,9 @@ def expected_condition(expected: dict, conditional_operator: str | None = None) 
             _check_same_type_and_bounds(op, values)
             conditions.append(comparison(name, op, values))
         elif value_list is not None:
-            raise invalid_parameter(f"AttributeValueList can only be used with a ComparisonOperator for Attribute: {name}")
+            raise invalid_parameter(
+                f"AttributeValueList can only be used with a ComparisonOperator for Attribute: {name}"
+            )
         else:
             if exists is None or exists:
                 if value is None:
@@ -225,7 +251,9 @@ def _checked_conditions(conditions: dict) -> list[tuple[str, str, list[dict]]]:
             allowed = FILTER_TYPES.get(op, ())
             for v in values:
                 if _type_of(v) not in allowed:
-                    raise invalid_parameter(f"ComparisonOperator {op} is not valid for {_type_of(v)} AttributeValue type")
+                    raise invalid_parameter(
+                        f"ComparisonOperator {op} is not valid for {_type_of(v)} AttributeValue type"
+                    )
         _check_same_type_and_bounds(op, values)
         out.append((name, op, values))
     return out

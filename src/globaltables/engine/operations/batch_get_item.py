@@ -49,7 +49,9 @@ def _projection(entry: dict):
     if entry.get("AttributesToGet") is not None:
         return legacy.projection(entry["AttributesToGet"])
     ctx = ExpressionContext(entry.get("ExpressionAttributeNames"))
-    paths = parse_projection(entry["ProjectionExpression"], ctx) if entry.get("ProjectionExpression") is not None else None
+    paths = (
+        parse_projection(entry["ProjectionExpression"], ctx) if entry.get("ProjectionExpression") is not None else None
+    )
     ctx.check_unused()
     return paths
 

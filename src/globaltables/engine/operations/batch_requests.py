@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import SerializationException
-from ..validation import TABLE_NAME_PATTERN, Field, _check_value, camel, constraint_error
+from ..validation import MAX_REPORTED_ERRORS, TABLE_NAME_PATTERN, Field, _check_value, camel, constraint_error
 
 _TABLE_NAME = re.compile(TABLE_NAME_PATTERN)
 MAP_KEYS_CONSTRAINT = (
@@ -56,24 +56,23 @@ def check_request_items(
     if items is None:
         errors.append("Value null at 'requestItems' failed to satisfy constraint: Member must not be null")
     else:
-        shown = render(items)
+        problems = []  # rendering the map is costly: only for a request that is refused
         if not items:
-            errors.append(
-                f"Value '{shown}' at 'requestItems' failed to satisfy constraint: "
-                "Member must have length greater than or equal to 1"
-            )
+            problems.append("Member must have length greater than or equal to 1")
         for name in items:
             if not (3 <= len(name) <= 255 and _TABLE_NAME.fullmatch(name)):
-                errors.append(f"Value '{shown}' at 'requestItems' failed to satisfy constraint: {MAP_KEYS_CONSTRAINT}")
+                problems.append(MAP_KEYS_CONSTRAINT)
         if list_limit is not None:
             for value in items.values():
                 if isinstance(value, list) and not 1 <= len(value) <= list_limit:
-                    errors.append(
-                        f"Value '{shown}' at 'requestItems' failed to satisfy constraint: Map value must satisfy "
-                        f"constraint: [Member must have length less than or equal to {list_limit}, "
-                        "Member must have length greater than or equal to 1]"
+                    problems.append(
+                        f"Map value must satisfy constraint: [Member must have length less than or equal to "
+                        f"{list_limit}, Member must have length greater than or equal to 1]"
                     )
+        if problems:
+            shown = render(items)
+            errors.extend(f"Value '{shown}' at 'requestItems' failed to satisfy constraint: {p}" for p in problems)
     errors.extend(nested)
     if errors:
-        raise constraint_error(errors[:10])  # DynamoDB stops listing at ten
+        raise constraint_error(errors[:MAX_REPORTED_ERRORS])
     return items

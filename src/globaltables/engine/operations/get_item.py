@@ -15,12 +15,12 @@ FIELDS = {
     "ExpressionAttributeNames": Map(Str()),
     "ConsistentRead": Bool(),
     "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
-    **legacy.GET_FIELDS,
 }
 
 
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
+    legacy.check_fields(request, legacy.GET_FIELDS)
     table = engine.table(request["TableName"])
     pk, sk, _key = table.key.key_from_request(request["Key"])
     ctx = expression_context(request, "ProjectionExpression", legacy=("AttributesToGet",))

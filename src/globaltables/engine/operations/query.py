@@ -10,7 +10,7 @@ from .index_reads import index_for_read
 from .paging import READ_FIELDS, read_page, read_plan
 from .read_modify_write import expression_context
 
-FIELDS = {**READ_FIELDS, "KeyConditionExpression": Str(), "ScanIndexForward": Bool(), **legacy.QUERY_FIELDS}
+FIELDS = {**READ_FIELDS, "KeyConditionExpression": Str(), "ScanIndexForward": Bool()}
 
 
 def prefix_successor(prefix: bytes) -> bytes | None:
@@ -54,6 +54,7 @@ def within(sk: bytes, lower, upper) -> bool:
 
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
+    legacy.check_fields(request, legacy.QUERY_FIELDS)
     table = engine.table(request["TableName"])
     index = index_for_read(engine, table, request, "Query")  # None: the table itself
     key_schema = table.key if index is None else index.key

@@ -17,7 +17,7 @@ from .. import capacity
 from ..errors import ConditionalCheckFailedException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
-from ..expressions.legacy import expected_condition
+from ..expressions.legacy import check_fields, expected_condition
 from ..schema import TableDefinition, validate_item_size
 from ..storage.sqlite_store import ItemWrite
 from ..validation import Field, Map, Str, TableNameField, check_request
@@ -43,7 +43,6 @@ COMMON_WRITE_FIELDS: dict[str, Field] = {
     "ReturnValuesOnConditionCheckFailure": RETURN_VALUES_ON_CCF,
     "ReturnConsumedCapacity": RETURN_CONSUMED_CAPACITY,
     "ReturnItemCollectionMetrics": RETURN_ITEM_COLLECTION_METRICS,
-    **LEGACY_WRITE_FIELDS,
 }
 
 
@@ -85,8 +84,11 @@ class WriteRequest:
         return out
 
 
-def check_write_fields(request: dict, extra: dict[str, Field]) -> None:
+def check_write_fields(
+    request: dict, extra: dict[str, Field], legacy_fields: dict[str, Field] = LEGACY_WRITE_FIELDS
+) -> None:
     check_request(request, {**COMMON_WRITE_FIELDS, **extra})
+    check_fields(request, legacy_fields)
 
 
 def execute(engine, request: WriteRequest) -> dict:

@@ -4,7 +4,7 @@ scan, so every item belongs to exactly one segment."""
 from __future__ import annotations
 
 from ..errors import ValidationException
-from ..expressions.legacy import SCAN_FIELDS as LEGACY_SCAN_FIELDS
+from ..expressions import legacy
 from ..storage.sqlite_store import HASH_SPACE, partition_hash
 from ..validation import Int, check_request
 from .index_reads import index_for_read
@@ -16,7 +16,6 @@ FIELDS = {
     **READ_FIELDS,
     "Segment": Int(minimum=0, maximum=999999),
     "TotalSegments": Int(minimum=1, maximum=1000000),
-    **LEGACY_SCAN_FIELDS,
 }
 
 
@@ -41,6 +40,7 @@ def segment_range(segment: int | None, total: int | None) -> tuple[int, int]:
 
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
+    legacy.check_fields(request, legacy.SCAN_FIELDS)
     table = engine.table(request["TableName"])
     index = index_for_read(engine, table, request, "Scan")  # None: the table itself
     segment, total = request.get("Segment"), request.get("TotalSegments")

@@ -18,7 +18,7 @@ from .read_modify_write import (
     parse_write_condition,
 )
 
-FIELDS = {"Key": Map(Field(type="any"), required=True), "UpdateExpression": Str(), **LEGACY_UPDATE_FIELDS}
+FIELDS = {"Key": Map(Field(type="any"), required=True), "UpdateExpression": Str()}
 
 
 @dataclass
@@ -49,7 +49,7 @@ class UpdateRequest(WriteRequest):
 
 
 def prepare(engine, request: dict) -> UpdateRequest:
-    check_write_fields(request, FIELDS)
+    check_write_fields(request, FIELDS, LEGACY_UPDATE_FIELDS)
     table = engine.table(request["TableName"])
     pk, sk, key = table.key.key_from_request(request["Key"])
     # Parameter order as DynamoDB lists them in its messages.

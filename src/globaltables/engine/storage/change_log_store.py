@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS streams (
 );
 """
 
+NO_END = 1 << 62  # above every sequence number
 INSERT_RECORD = "INSERT INTO change_log (tid, seq, created, old, new, service) VALUES (?, ?, ?, ?, ?, ?)"
 
 
@@ -118,16 +119,12 @@ class ChangeLogStore:
 
     def read(self, tid: int, first: int, last: int | None, limit: int) -> Iterator[LogRecord]:
         """Records of a table with first <= seq (<= last), in sequence order, at most `limit`."""
-        if last is None:
-            sql = "SELECT seq, created, old, new, service FROM change_log WHERE tid = ? AND seq >= ? ORDER BY seq LIMIT ?"
-            args: tuple = (tid, first, limit)
-        else:
-            sql = (
-                "SELECT seq, created, old, new, service FROM change_log WHERE tid = ? AND seq >= ? AND seq <= ? "
-                "ORDER BY seq LIMIT ?"
-            )
-            args = (tid, first, last, limit)
-        for seq, created, old, new, service in self.db.execute(sql, args).fetchall():
+        sql = (
+            "SELECT seq, created, old, new, service FROM change_log WHERE tid = ? AND seq >= ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?"
+        )
+        args = (tid, first, NO_END if last is None else last, limit)
+        for seq, created, old, new, service in self.db.execute(sql, args):
             yield LogRecord(
                 seq, created, None if old is None else orjson.loads(old), None if new is None else orjson.loads(new),
                 bool(service),
@@ -154,9 +151,7 @@ class ChangeLogStore:
             self.db.execute("BEGIN")
             try:
                 cursor = self.db.execute("DELETE FROM change_log WHERE tid = ? AND seq <= ?", (tid, cut))
-                self.db.execute(
-                    "UPDATE change_log_tables SET trimmed = MAX(trimmed, ?) WHERE tid = ?", (cut, tid)
-                )
+                self.db.execute("UPDATE change_log_tables SET trimmed = MAX(trimmed, ?) WHERE tid = ?", (cut, tid))
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")

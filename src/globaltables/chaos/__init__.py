@@ -1,0 +1,1 @@
+"""Faults, histories and checkers: break the network on purpose, record what clients saw, prove what survived."""

@@ -1,0 +1,1 @@
+"""Experiments: topology files, workloads, and running them on real processes or the simulator."""
