@@ -33,7 +33,7 @@ import orjson
 from .errors import ResourceNotFoundException
 from .schema import TableDefinition
 from .storage.change_log_store import INSERT_RECORD, ChangeLogStore, LogRecord, StreamRow
-from .storage.sqlite_store import ItemWrite
+from .storage.sqlite_store import ItemWrite, partition_hash
 from .values import values_equal
 
 if TYPE_CHECKING:
@@ -78,6 +78,10 @@ class ChangeLog:
         self._logged: dict[str, int] = {}  # table name -> store table id, for every table whose changes are logged
         self._next: dict[int, int] = {}  # table id -> next sequence number (loaded lazily)
         self._open: dict[str, StreamRow] = {}  # table name -> its enabled stream
+        self._lanes: dict[str, int] = {}  # global table name -> replication lanes (its records carry a lane)
+        # (table id, lane) -> this region's last record in the lane; filled lazily by `lane_end`, then kept by the
+        # commit hook, so replication links learn of new records without a query.
+        self.lane_ends: dict[tuple[int, int], int] = {}
         for stream in self.store.streams():
             if stream.enabled:
                 self._open[stream.table_name] = stream
@@ -95,6 +99,7 @@ class ChangeLog:
             return
         now = None
         dumps = orjson.dumps
+        lanes = self._lanes
         for write in writes:
             tid = logged.get(write.table)
             if tid is None:
@@ -108,12 +113,16 @@ class ChangeLog:
             if now is None:
                 now = self.engine.clock.wall_time()
             seq = self._next.get(tid) or self.next_seq(tid)
+            lane_count = lanes.get(write.table)
+            lane = None if lane_count is None else partition_hash(write.pk) % lane_count
             db.execute(
                 INSERT_RECORD,
                 (tid, seq, now, None if old is None else dumps(old), None if new is None else dumps(new),
-                 1 if write.service else 0),
+                 1 if write.service else 0, write.origin, write.version, lane),
             )  # fmt: skip
             self._next[tid] = seq + 1
+            if lane is not None and write.origin is None:
+                self.lane_ends[(tid, lane)] = seq
 
     def next_seq(self, tid: int) -> int:
         """The sequence number the table's next record will get."""
@@ -134,8 +143,13 @@ class ChangeLog:
             current = None
         if wanted is not None and current is None:
             self._open_stream(definition)
-        if name in self._open:
-            self._logged[name] = self._open[name].tid
+        if definition.replicas:
+            self._lanes[name] = definition.replication_lanes
+        else:
+            self._lanes.pop(name, None)
+        if name in self._open or definition.replicas:
+            # Global tables are always logged: the log is also what replication ships (docs/replication.md).
+            self._logged[name] = self.engine.store.table_id(name)
         else:
             self._logged.pop(name, None)
 
@@ -143,6 +157,7 @@ class ChangeLog:
         if name in self._open:
             self._close(name)
         self._logged.pop(name, None)
+        self._lanes.pop(name, None)
 
     def _open_stream(self, definition: TableDefinition) -> None:
         label = definition.stream["LatestStreamLabel"]
@@ -197,13 +212,20 @@ class ChangeLog:
         """The stream's records from sequence number `first` on, at most `limit`; close the iterator when done."""
         return self.store.read(stream.tid, first, stream.end_seq, limit)
 
+    def lane_end(self, tid: int, lane: int) -> int:
+        """This region's last record in a replication lane of a table (0: none yet)."""
+        end = self.lane_ends.get((tid, lane))
+        if end is None:
+            end = self.lane_ends[(tid, lane)] = self.store.local_lane_end(tid, lane)
+        return end
+
     # ------------------------------------------------------------------------------------------------ retention
 
     def trim(self, limit: int | None = None) -> int:
         """Drop records older than the retention period, and streams disabled longer ago than that; one bounded
         step (at most `limit` records). How many records were removed."""
         before = self.engine.clock.wall_time() - self.retention_s
-        removed = self.store.trim(before, limit or self.trim_chunk)
+        removed = self.store.trim(before, limit or self.trim_chunk, self.engine.replica.trim_ceilings())
         for stream in self.store.streams():
             if stream.disabled is not None and stream.disabled < before:
                 self.store.drop_stream(stream.arn)

@@ -22,6 +22,7 @@ from .errors import ResourceNotFoundException, SerializationException, UnknownOp
 from .faults import Faults
 from .indexes import IndexManager
 from .schema import TableDefinition
+from .replica import ReplicaPort, VersionSource
 from .storage.sqlite_store import ItemWrite, SqliteStore, TokenRecord
 from .ttl import TtlSweeper
 
@@ -49,8 +50,16 @@ class Engine:
         region: str = "us-east-1",
         account: str = "000000000000",
         stream_retention_s: float = DEFAULT_RETENTION_S,
+        versions: VersionSource | None = None,
     ) -> None:
         self.store = store
+        # Item versions for global tables (replica.py, docs/replication.md): the region's hybrid logical clock, or
+        # None for a standalone region, whose writes carry no version.
+        self.versions = versions
+        self.replica = ReplicaPort(self)
+        # The version of the item the last data-plane operation wrote or read, for the x-globaltables-version
+        # header; reset by every `handle`.
+        self.response_version: str | None = None
         self.clock = clock
         self.region = region
         self.account = account
@@ -70,6 +79,7 @@ class Engine:
     # ---------------------------------------------------------------------------------------------------- dispatch
 
     def handle(self, operation: str, request: Any) -> dict:
+        self.response_version = None
         handler = self.handler(operation)
         if not isinstance(request, dict):
             raise SerializationException("Start of structure or map found where not expected")
@@ -147,9 +157,19 @@ class Engine:
 
     # -------------------------------------------------------------------------------------------------- write path
 
-    def commit(self, writes: list[ItemWrite], token: TokenRecord | None = None) -> None:
+    def commit(
+        self,
+        writes: list[ItemWrite],
+        token: TokenRecord | None = None,
+        positions: list[tuple[str, str, str, int, int]] | None = None,
+    ) -> None:
         """Apply item writes atomically and durably. The only way items change.
 
-        `token` is a TransactWriteItems idempotency record, committed in the same store transaction as the writes.
+        With a version source, local writes are stamped first (replica.py); a write that loses under the wall
+        clock, or leaves a global table's item unchanged, is dropped from the batch (its `version` still says what
+        it was given). `token` is a TransactWriteItems idempotency record and `positions` replication positions,
+        both committed in the same store transaction as the writes.
         """
-        self.store.write(writes, token)
+        if self.versions is not None and writes:
+            writes = self.replica.stamp_local_writes(writes)
+        self.store.write(writes, token, positions)

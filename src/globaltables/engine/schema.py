@@ -84,6 +84,10 @@ class KeySchema:
             raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
         return pk
 
+    def encode(self, values: dict) -> tuple[bytes, bytes]:
+        """The encoded (partition, sort) key of a normalised item or key map known to hold the key attributes."""
+        return self._encode(values)
+
     def _encode(self, values: dict) -> tuple[bytes, bytes]:
         pk = self.encode_partition(values[self.hash_name])
         if self.range_name is None:
@@ -164,6 +168,10 @@ class TableDefinition:
     warm_throughput: dict | None = None  # WarmThroughput as last set
     billing_mode_explicit: bool = False  # DynamoDB shows BillingModeSummary once a mode was asked for
     table_class_updated: float | None = None  # TableClassSummary.LastUpdateDateTime
+    # Global tables (docs/replication.md): every region holding a replica, this one included (empty: a regional
+    # table), and the number of ordered replication lanes per link.
+    replicas: list[str] = field(default_factory=list)
+    replication_lanes: int = 4
 
     def index(self, name: str) -> IndexDefinition | None:
         for index in (*self.gsis, *self.lsis):

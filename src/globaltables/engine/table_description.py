@@ -100,6 +100,10 @@ def describe_table(
     if table.stream_arn is not None:
         out["LatestStreamLabel"] = table.stream["LatestStreamLabel"]
         out["LatestStreamArn"] = table.stream_arn
+    if table.replicas:
+        # A global table (2019.11.21): every region of the replication group, this one included.
+        out["GlobalTableVersion"] = "2019.11.21"
+        out["Replicas"] = [{"RegionName": region, "ReplicaStatus": "ACTIVE"} for region in table.replicas]
     if table.sse is not None:
         out["SSEDescription"] = dict(table.sse)
     if table.table_class != "STANDARD" or table.table_class_updated is not None:

@@ -91,10 +91,40 @@ def constraint_error(errors: list[str]) -> ValidationException:
     return ValidationException(f"{count} validation {noun} detected: " + "; ".join(errors))
 
 
+_CAMEL: dict[str, str] = {}  # camel() of every member name seen; the hot path asks for the same few names
+
+
+def _wire_name(name: str, f: Field) -> str:
+    if f.wire_name:
+        return f.wire_name
+    wire = _CAMEL.get(name)
+    if wire is None:
+        wire = _CAMEL[name] = camel(name)
+    return wire
+
+
 def _check_members(data: dict, spec: dict[str, Field], prefix: str, errors: list[str]) -> None:
+    # Most members of a spec are absent from a given request: settle those without building their path.
     for name, f in spec.items():
-        path = prefix + (f.wire_name or camel(name))
-        _check_value(data.get(name), f, path, errors)
+        value = data.get(name)
+        if value is None:
+            if f.required:
+                _check_value(None, f, prefix + _wire_name(name, f), errors)
+            continue
+        _check_value(value, f, prefix + _wire_name(name, f), errors)
+
+
+def _unconstrained(f: Field) -> bool:
+    """Whether `_check_value` can never object to any value of `f` (the values of an AttributeValue map)."""
+    return (
+        f.type == "any" and not f.required and f.enum is None and f.min_length is None and f.max_length is None and f.pattern is None
+        and f.minimum is None and f.maximum is None
+    )
+
+
+def _prefix(value: Any, path: str) -> str:
+    # Built only when there is something to report: _show of an item is a JSON dump of it.
+    return f"Value '{_show(value)}' at '{path}' failed to satisfy constraint: "
 
 
 def _show(value: Any) -> str:
@@ -119,29 +149,28 @@ def _check_value(value: Any, f: Field, path: str, errors: list[str]) -> None:
         expected = _TYPE_NAMES[f.type]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise SerializationException(f"Unexpected value type for '{path}': expected {f.type}")
-    prefix = f"Value '{_show(value)}' at '{path}' failed to satisfy constraint: "
     if f.enum is not None and value not in f.enum:
         shown = ", ".join(f.enum_order or f.enum)
-        errors.append(prefix + f"Member must satisfy enum value set: [{shown}]")
+        errors.append(_prefix(value, path) + f"Member must satisfy enum value set: [{shown}]")
         return
     if f.min_length is not None or f.max_length is not None:
         length = len(value)
         if f.min_length is not None and length < f.min_length:
-            errors.append(prefix + f"Member must have length greater than or equal to {f.min_length}")
+            errors.append(_prefix(value, path) + f"Member must have length greater than or equal to {f.min_length}")
         if f.max_length is not None and length > f.max_length:
-            errors.append(prefix + f"Member must have length less than or equal to {f.max_length}")
+            errors.append(_prefix(value, path) + f"Member must have length less than or equal to {f.max_length}")
     if f.pattern is not None and isinstance(value, str):
         if not re.fullmatch(f.pattern, value):
-            errors.append(prefix + f"Member must satisfy regular expression pattern: {f.pattern}")
+            errors.append(_prefix(value, path) + f"Member must satisfy regular expression pattern: {f.pattern}")
     if f.minimum is not None and value < f.minimum:
-        errors.append(prefix + f"Member must have value greater than or equal to {f.minimum}")
+        errors.append(_prefix(value, path) + f"Member must have value greater than or equal to {f.minimum}")
     if f.maximum is not None and value > f.maximum:
-        errors.append(prefix + f"Member must have value less than or equal to {f.maximum}")
+        errors.append(_prefix(value, path) + f"Member must have value less than or equal to {f.maximum}")
     if f.type == "structure" and f.members:
         _check_members(value, f.members, path + ".", errors)
     elif f.type == "list" and f.item is not None:
         for i, element in enumerate(value, 1):
             _check_value(element, f.item, f"{path}.{i}.member", errors)
-    elif f.type == "map" and f.item is not None:
+    elif f.type == "map" and f.item is not None and not _unconstrained(f.item):
         for key, element in value.items():
             _check_value(element, f.item, f"{path}.{key}.member", errors)

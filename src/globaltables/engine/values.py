@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import decimal
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -99,7 +100,14 @@ def format_number(value: Decimal) -> str:
     return text
 
 
+# Numbers already in canonical form with at most 38 characters (so at most 38 digits, magnitude within range):
+# normalising them would return them unchanged. Most numbers clients send look like this ("42", "-3.5").
+_CANONICAL_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?")
+
+
 def normalize_number(text: Any) -> str:
+    if type(text) is str and len(text) <= MAX_DIGITS and text != "-0" and _CANONICAL_NUMBER.fullmatch(text):
+        return text
     return format_number(parse_number(text))
 
 

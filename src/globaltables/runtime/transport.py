@@ -9,8 +9,9 @@ real network may do, and what the simulated network (`globaltables.sim.network`)
 Rules:
 1. Envelopes are immutable once sent. Neither transport copies them (the simulator hands the very same object to a
    duplicate delivery), so a receiver must never mutate `body`.
-2. `lane` names an ordered sub-stream of a (src, dest) link. A transport that offers FIFO lanes never reorders
-   messages within one lane by jitter alone; separate lanes are independent (a slow lane does not hold up another).
+2. `lane` names an ordered sub-stream of a (src, dest) link: an int, or a string such as replication's channel
+   `"<table>/<lane>"`. A transport that offers FIFO lanes never reorders messages within one lane by jitter alone;
+   separate lanes are independent (a slow lane does not hold up another).
 3. An RPC failure is `definite` only when the request certainly had no effect; timeouts and crashes are indefinite.
    When in doubt, indefinite is always safe.
 """
@@ -35,7 +36,7 @@ class Envelope:
         msg_id: int,
         in_reply_to: int | None = None,
         body: bytes | dict[str, Any] | None = None,
-        lane: int = 0,
+        lane: int | str = 0,
     ) -> None:
         self.src = src
         self.dest = dest

@@ -30,7 +30,11 @@ def handle(engine, request: dict) -> dict:
     elif request.get("AttributesToGet") is not None:
         paths = legacy.projection(request["AttributesToGet"])
     ctx.check_unused()
-    item = engine.store.get(table.name, pk, sk)
+    if engine.versions is None:
+        item = engine.store.get(table.name, pk, sk)
+    else:
+        item, version, tombstone = engine.store.get_record(table.name, pk, sk)
+        engine.response_version = None if tombstone else version
     response: dict = {}
     if item is not None:
         response["Item"] = project(item, paths) if paths is not None else item

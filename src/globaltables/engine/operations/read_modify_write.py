@@ -87,8 +87,15 @@ class WriteRequest:
 def check_write_fields(
     request: dict, extra: dict[str, Field], legacy_fields: dict[str, Field] = LEGACY_WRITE_FIELDS
 ) -> None:
-    check_request(request, {**COMMON_WRITE_FIELDS, **extra})
+    merged = _MERGED_FIELDS.get(id(extra))
+    if merged is None or merged[0] is not extra:  # built once per operation's spec, not once per request
+        merged = _MERGED_FIELDS[id(extra)] = (extra, {**COMMON_WRITE_FIELDS, **extra})
+    check_request(request, merged[1])
     check_fields(request, legacy_fields)
+
+
+# id(extra) -> (extra, COMMON_WRITE_FIELDS + extra); holding `extra` keeps its id from being reused.
+_MERGED_FIELDS: dict[int, tuple[dict, dict]] = {}
 
 
 def execute(engine, request: WriteRequest) -> dict:
@@ -96,12 +103,22 @@ def execute(engine, request: WriteRequest) -> dict:
     table = request.table
     if engine.faults.held:  # an injected in-flight transaction (faults.py); an empty dict costs nothing
         engine.faults.check_write(table.name, request.pk, request.sk)
-    old = engine.store.get(table.name, request.pk, request.sk)
+    if engine.versions is None:
+        old = engine.store.get(table.name, request.pk, request.sk)
+        old_version, had_tombstone = None, False
+    else:
+        old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
     request.check_condition(old)
     new = request.apply(old)
     size = validate_item_size(new, request.size_error) if new is not None else 0
     if new is not None or old is not None:
-        engine.commit([ItemWrite(table.name, request.pk, request.sk, new, size, old)])
+        write = ItemWrite(
+            table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone
+        )
+        engine.commit([write])
+        engine.response_version = write.version
+    else:
+        engine.response_version = old_version
     response = request.response(old, new)
     if capacity.wanted(request.return_capacity):
         response["ConsumedCapacity"] = write_capacity(request.return_capacity, table, old, new, size)

@@ -33,8 +33,13 @@ CREATE TABLE IF NOT EXISTS change_log (
     old BLOB,
     new BLOB,
     service INTEGER NOT NULL DEFAULT 0,
+    origin TEXT,
+    version TEXT,
+    lane INTEGER,
     PRIMARY KEY (tid, seq)
 ) WITHOUT ROWID;
+-- Replication reads this region's own records lane by lane (docs/replication.md): origin NULL means local.
+CREATE INDEX IF NOT EXISTS change_log_local_lanes ON change_log (tid, lane, seq) WHERE origin IS NULL;
 CREATE TABLE IF NOT EXISTS change_log_tables (
     tid INTEGER PRIMARY KEY,
     trimmed INTEGER NOT NULL DEFAULT 0
@@ -54,7 +59,10 @@ CREATE TABLE IF NOT EXISTS streams (
 """
 
 NO_END = 1 << 62  # above every sequence number
-INSERT_RECORD = "INSERT INTO change_log (tid, seq, created, old, new, service) VALUES (?, ?, ?, ?, ?, ?)"
+INSERT_RECORD = (
+    "INSERT INTO change_log (tid, seq, created, old, new, service, origin, version, lane)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +138,12 @@ class ChangeLogStore:
                 bool(service),
             )  # fmt: skip
 
-    def trim(self, before: float, limit: int) -> int:
-        """Delete up to `limit` records created before `before` (oldest first, table by table); how many."""
+    def trim(self, before: float, limit: int, ceilings: dict[int, int] | None = None) -> int:
+        """Delete up to `limit` records created before `before` (oldest first, table by table); how many.
+
+        `ceilings` caps, per table id, the sequence numbers that may go: a global table keeps its records until
+        every peer has acknowledged them, whatever their age.
+        """
         removed = 0
         tables = [tid for (tid,) in self.db.execute("SELECT tid FROM change_log_tables ORDER BY tid").fetchall()]
         for tid in tables:
@@ -146,7 +158,9 @@ class ChangeLogStore:
                 if created >= before:
                     break
                 cut = seq
-            if cut == 0:
+            if ceilings is not None and tid in ceilings:
+                cut = min(cut, ceilings[tid])
+            if cut <= 0:
                 continue
             self.db.execute("BEGIN")
             try:
@@ -158,6 +172,22 @@ class ChangeLogStore:
                 raise
             removed += cursor.rowcount
         return removed
+
+    # ---------------------------------------------------------------------------------------------- replication
+
+    def local_lane_records(self, tid: int, lane: int, after: int, limit: int) -> list[tuple]:
+        """(seq, created, new image blob, version) of this region's own records in a lane, after `after`."""
+        return self.db.execute(
+            "SELECT seq, created, new, old, version FROM change_log"
+            " WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ? ORDER BY seq LIMIT ?",
+            (tid, lane, after, limit),
+        ).fetchall()
+
+    def local_lane_end(self, tid: int, lane: int) -> int:
+        (end,) = self.db.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM change_log WHERE tid = ? AND lane = ? AND origin IS NULL", (tid, lane)
+        ).fetchone()
+        return end
 
     # -------------------------------------------------------------------------------------------------- streams
 

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS items (
     sk BLOB NOT NULL,
     item BLOB NOT NULL,
     size INTEGER NOT NULL,
+    version TEXT,
     PRIMARY KEY (tid, h, pk, sk)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
@@ -59,14 +60,48 @@ CREATE INDEX IF NOT EXISTS transaction_tokens_by_expiry ON transaction_tokens (e
 """
 
 
+# Global tables (docs/replication.md): a delete leaves a tombstone with the delete's version, so an older write that
+# arrives later cannot resurrect the item; positions record, per (origin or peer, table, lane), how far this region
+# has applied another region's log ("applied") and how far a peer has acknowledged ours ("acked"). Both are written
+# in the same transaction as the items they describe.
+REPLICATION_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tombstones (
+    tid INTEGER NOT NULL,
+    h INTEGER NOT NULL,
+    pk BLOB NOT NULL,
+    sk BLOB NOT NULL,
+    version TEXT NOT NULL,
+    deleted_at REAL NOT NULL,
+    PRIMARY KEY (tid, h, pk, sk)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS replication_positions (
+    kind TEXT NOT NULL,
+    region TEXT NOT NULL,
+    tid INTEGER NOT NULL,
+    lane INTEGER NOT NULL,
+    pos INTEGER NOT NULL,
+    PRIMARY KEY (kind, region, tid, lane)
+) WITHOUT ROWID;
+"""
+
+
 def partition_hash(pk: bytes) -> int:
     """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
     return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
 
 
-@dataclass(frozen=True, slots=True)
+UNKNOWN = object()  # ItemWrite.old_version when the writer did not read it; Engine.commit looks it up
+
+
+@dataclass(slots=True)
 class ItemWrite:
-    """One item change inside a `write` batch: `item` None deletes the key; `old` is the version it replaces."""
+    """One item change inside a `write` batch: `item` None deletes the key; `old` is the item it replaces.
+
+    The version fields matter for global tables only (docs/replication.md): `version` is the new version ("<hlc>/
+    <region>"), stamped by `Engine.commit` for local writes and carried by replicated ones; `origin` is the region
+    the write came from (None: this one); `old_version` is the version it replaces, item or tombstone, when the
+    writer read it; `tombstone` makes a delete leave a tombstone; `had_tombstone` says a tombstone must go.
+    """
 
     table: str
     pk: bytes
@@ -75,6 +110,12 @@ class ItemWrite:
     size: int = 0
     old: dict | None = None
     service: bool = False  # made by DynamoDB itself (a TTL deletion): streams show it with a service identity
+    version: str | None = None
+    origin: str | None = None
+    old_version: object = UNKNOWN
+    tombstone: bool = False
+    had_tombstone: bool = False
+    deleted_at: float = 0.0  # wall time of a tombstoning delete (tombstones are purged after a retention)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +153,7 @@ class SqliteStore:
             self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self.db.executescript(TOKENS_SCHEMA)
+        self.db.executescript(REPLICATION_SCHEMA)
         self._tids: dict[str, int] = {}
         self.commit_hooks: list[CommitHook] = []
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
@@ -167,10 +209,36 @@ class SqliteStore:
         ).fetchone()
         return orjson.loads(row[0]) if row else None
 
+    def get_record(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool]:
+        """(item, version, is_tombstone): the live item and its version, or a tombstone's version, or nothing."""
+        tid = self._tids[table]
+        h = partition_hash(pk)
+        row = self.db.execute(
+            "SELECT item, version FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
+        ).fetchone()
+        if row is not None:
+            return orjson.loads(row[0]), row[1], False
+        row = self.db.execute(
+            "SELECT version FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
+        ).fetchone()
+        return (None, row[0], True) if row is not None else (None, None, False)
+
     def table_id(self, table: str) -> int:
         return self._tids[table]
 
-    def write(self, writes: list[ItemWrite], token: TokenRecord | None = None) -> None:
+    def position(self, kind: str, region: str, table: str, lane: int) -> int:
+        row = self.db.execute(
+            "SELECT pos FROM replication_positions WHERE kind = ? AND region = ? AND tid = ? AND lane = ?",
+            (kind, region, self._tids[table], lane),
+        ).fetchone()
+        return row[0] if row else 0
+
+    def write(
+        self,
+        writes: list[ItemWrite],
+        token: TokenRecord | None = None,
+        positions: list[tuple[str, str, str, int, int]] | None = None,
+    ) -> None:
         """Apply a batch of item writes, and what the commit hooks add to it, atomically and durably.
 
         `token` (TransactWriteItems' ClientRequestToken) is recorded in the same transaction; the batch may then be
@@ -184,11 +252,26 @@ class SqliteStore:
                 h = partition_hash(w.pk)
                 if w.item is None:
                     db.execute("DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, w.pk, w.sk))
+                    if w.tombstone:
+                        db.execute(
+                            "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                            (tid, h, w.pk, w.sk, w.version, w.deleted_at),
+                        )
                 else:
                     db.execute(
-                        "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size) VALUES (?, ?, ?, ?, ?, ?)",
-                        (tid, h, w.pk, w.sk, orjson.dumps(w.item), w.size),
+                        "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (tid, h, w.pk, w.sk, orjson.dumps(w.item), w.size, w.version),
                     )
+                    if w.had_tombstone:
+                        db.execute(
+                            "DELETE FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, w.pk, w.sk)
+                        )
+            for kind, region, table, lane, pos in positions or ():
+                db.execute(
+                    "INSERT OR REPLACE INTO replication_positions (kind, region, tid, lane, pos) VALUES (?, ?, ?, ?, ?)",
+                    (kind, region, self._tids[table], lane, pos),
+                )
             if writes:
                 for hook in self.commit_hooks:
                     hook(db, writes)

@@ -1,0 +1,220 @@
+"""The engine's side of global tables: versions, tombstones, the replication log and LWW apply (docs/replication.md).
+
+Rules
+1. A `VersionSource` is injected (the region's hybrid logical clock); the engine never reads a clock of its own for
+   versions. `stamp(existing)` gives a local write its version; `observe(version)` runs the HLC receive rule for every
+   replicated record applied.
+2. Local writes are stamped in `Engine.commit` (`stamp_local_writes`), the single write path, so every writer (item
+   operations, batches, transactions, TTL) gets versions, tombstones and the LWW rules alike.
+3. `apply_replicated` merges a lane's records in one store transaction together with the new applied position:
+   either all of it happens or none, and a record at or below the applied position is never applied twice.
+4. A record that loses (its version is not greater than the stored one, item or tombstone) leaves no trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import orjson
+
+from .change_log import items_equal
+from .errors import ResourceNotFoundException
+from .storage.sqlite_store import UNKNOWN, ItemWrite, partition_hash
+from .table_description import stream_label
+from .values import item_size
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class VersionSource(Protocol):
+    def stamp(self, existing: str | None) -> str:
+        """A version for a local write replacing `existing` (None: nothing stored)."""
+
+    def observe(self, version: str) -> None:
+        """A version arrived from another region (the HLC receive rule)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedRecord:
+    """One item change shipped from its origin region: the whole new item, or None for a delete."""
+
+    pos: int
+    key: dict
+    version: str
+    image: dict | None
+    commit_ms: int
+
+
+def items_unchanged(old: dict | None, new: dict | None) -> bool:
+    if old is None or new is None:
+        return old is new
+    return items_equal(old, new)
+
+
+class ReplicaPort:
+    """What replication (replication/node.py) needs from one region's engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # ------------------------------------------------------------------------------------------------ stamping
+
+    def stamp_local_writes(self, writes: list[ItemWrite]) -> list[ItemWrite]:
+        """Give local writes their versions; return the writes that take effect.
+
+        A write that would leave a global table's item unchanged keeps the stored version and is not committed (it
+        would otherwise carry a new version that no other region ever hears of). Under `conflict_clock: wall` a
+        stamp may not exceed the stored version: that write is acknowledged but loses, here as everywhere.
+        """
+        engine = self.engine
+        versions = engine.versions
+        store = engine.store
+        kept = []
+        now = None
+        for write in writes:
+            if write.origin is not None:
+                kept.append(write)
+                continue
+            if write.old_version is UNKNOWN:
+                _item, write.old_version, write.had_tombstone = store.get_record(write.table, write.pk, write.sk)
+            old_version = write.old_version
+            table = engine.tables[write.table]
+            if table.replicas and items_unchanged(write.old, write.item):
+                write.version = old_version
+                continue
+            version = versions.stamp(old_version)
+            write.version = version
+            if old_version is not None and version <= old_version:
+                continue  # a wall-clock stamp behind the stored version: this write loses
+            if table.replicas and write.item is None:
+                if now is None:
+                    now = engine.clock.wall_time()
+                write.tombstone = True
+                write.deleted_at = now
+            kept.append(write)
+        return kept
+
+    # ---------------------------------------------------------------------------------------------- the port
+
+    def global_tables(self) -> list[str]:
+        return sorted(name for name, table in self.engine.tables.items() if table.replicas)
+
+    def peers(self, table: str) -> list[str]:
+        return [region for region in self.engine.tables[table].replicas if region != self.engine.region]
+
+    def lanes(self, table: str) -> int:
+        return self.engine.tables[table].replication_lanes
+
+    def lane_of(self, table: str, pk: bytes) -> int:
+        return partition_hash(pk) % self.lanes(table)
+
+    def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> list[ReplicatedRecord]:
+        """This region's own changes in a lane, after `after_pos`, in log order."""
+        definition = self.engine.tables[table]
+        tid = self.engine.store.table_id(table)
+        records = []
+        key_of = definition.key.key_of
+        for seq, created, new, old, version in self.engine.change_log.store.local_lane_records(
+            tid, lane, after_pos, limit
+        ):
+            image = None if new is None else orjson.loads(new)
+            key = key_of(image if image is not None else orjson.loads(old))
+            records.append(ReplicatedRecord(seq, key, version, image, int(created * 1000)))
+        return records
+
+    def log_end(self, table: str, lane: int) -> int:
+        return self.engine.change_log.lane_end(self.engine.store.table_id(table), lane)
+
+    def log_start(self, table: str, lane: int) -> int:
+        """The lowest position the log may still hold: everything at or below `log_start - 1` was trimmed."""
+        return self.engine.change_log.trimmed(self.engine.store.table_id(table)) + 1
+
+    def applied_position(self, origin: str, table: str, lane: int) -> int:
+        return self.engine.store.position("applied", origin, table, lane)
+
+    def acked_position(self, peer: str, table: str, lane: int) -> int:
+        return self.engine.store.position("acked", peer, table, lane)
+
+    def save_acked(self, peer: str, table: str, lane: int, pos: int) -> None:
+        self.engine.store.write([], positions=[("acked", peer, table, lane, pos)])
+
+    def apply_replicated(
+        self, origin: str, table: str, lane: int, records: list[ReplicatedRecord]
+    ) -> tuple[int, list[str]]:
+        """LWW-merge a lane's records after the applied position, in one transaction with the new position.
+
+        Returns (applied position, versions that won).
+        """
+        engine = self.engine
+        definition = engine.tables.get(table)
+        if definition is None or origin not in definition.replicas:
+            raise ResourceNotFoundException(f"Requested resource not found: Table: {table} not found")
+        store = engine.store
+        applied = store.position("applied", origin, table, lane)
+        encode = definition.key.encode
+        latest: dict[tuple[bytes, bytes], tuple[dict | None, str | None]] = {}
+        writes: list[ItemWrite] = []
+        won: list[str] = []
+        now = engine.clock.wall_time()
+        for record in records:
+            if record.pos <= applied:
+                continue
+            applied = record.pos
+            engine.versions.observe(record.version)
+            pk, sk = encode(record.key)
+            current = latest.get((pk, sk))
+            if current is None:
+                item, version, _tombstone = store.get_record(table, pk, sk)
+                current = (item, version)
+            item, version = current
+            if version is not None and record.version <= version:
+                continue  # an older version: it loses and leaves no trace
+            image = record.image
+            writes.append(
+                ItemWrite(
+                    table, pk, sk, image, item_size(image) if image is not None else 0, item,
+                    version=record.version, origin=origin, old_version=version, tombstone=image is None,
+                    had_tombstone=True, deleted_at=now,
+                )
+            )  # fmt: skip
+            latest[(pk, sk)] = (image, record.version)
+            won.append(record.version)
+        engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
+        return applied, won
+
+    # ---------------------------------------------------------------------------------------------- retention
+
+    def trim_ceilings(self) -> dict[int, int]:
+        """Per global table id, the highest sequence number the change log may trim: a lane's records stay until
+        every peer has acknowledged them (lanes with nothing pending do not hold the log back)."""
+        ceilings = {}
+        for table in self.global_tables():
+            tid = self.engine.store.table_id(table)
+            peers = self.peers(table)
+            ceiling = None
+            for lane in range(self.lanes(table)):
+                end = self.log_end(table, lane)
+                acked = min((self.acked_position(peer, table, lane) for peer in peers), default=end)
+                if acked < end:
+                    ceiling = acked if ceiling is None else min(ceiling, acked)
+            if ceiling is not None:
+                ceilings[tid] = ceiling
+        return ceilings
+
+    # -------------------------------------------------------------------------------------------- membership
+
+    def make_global(self, table: str, replicas: list[str], lanes: int = 4) -> None:
+        """Make a table a replica of a global table spanning `replicas` (this region among them). Its stream is on
+        (NEW_AND_OLD_IMAGES unless one is already enabled), as on every MREC replica."""
+        definition = self.engine.tables[table]
+        definition.replicas = sorted(set(replicas) | {self.engine.region})
+        definition.replication_lanes = lanes
+        if not definition.stream_enabled:
+            definition.stream = {
+                "StreamEnabled": True,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+                "LatestStreamLabel": stream_label(self.engine.clock.wall_time()),
+            }
+        self.engine.save_table(definition)

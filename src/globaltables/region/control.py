@@ -1,0 +1,140 @@
+"""A region's control API, on the region's own port, protected by the topology's shared secret.
+
+    GET  /control/status   replication status: links (acked / sent / log_end / pending per peer, table and lane),
+                           applied positions, HLC statistics, transport counters, grudges, clock offset
+    POST /control/faults   {"heal": true}                         every fault off: no grudges, topology latency,
+                                                                  topology clock offset (applied first if given)
+                           {"grudges": ["eu-west-1", ...]}        the senders this region refuses to hear (replaces)
+                           {"latency": {"eu-west-1": {"latency_ms": 200, "jitter_ms": 5} | null}}
+                                                                  outbound delay override per peer (null: topology's)
+                           {"clock_offset_ms": 500 | null}        the wall-clock offset under the HLC (null: topology's)
+    POST /control/peers    {"endpoints": {"eu-west-1": "http://127.0.0.1:8001"}}   where peers listen
+
+Rules: a request without the secret (header `x-globaltables-secret`) is refused with 401 and changes nothing; a
+request that names an unknown region, field or a bad value is refused with 400 as a whole (validated first,
+applied once). Every answer is the resulting status (faults) or `{"ok": true}` JSON. The chaos controller
+(issue 8) extends `faults` with more kinds; each key is one fault kind.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .http_transport import LinkDelay
+from .replication_host import ReplicationHost
+
+FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms")
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+
+
+def _number(value: Any, what: str, minimum: float | None = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BadRequest(f"{what}: expected a number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise BadRequest(f"{what}: must be at least {minimum}, got {value!r}")
+    return float(value)
+
+
+def routes(host: ReplicationHost) -> list[web.RouteDef]:
+    transport = host.transport
+    peers = set(transport.peers)
+
+    def guarded(handler):
+        async def check(request: web.Request) -> web.StreamResponse:
+            if not transport.authenticated(request):
+                transport.rejected_requests += 1
+                return _json({"error": "the control API requires the topology's shared secret"}, 401)
+            try:
+                return await handler(request)
+            except BadRequest as error:
+                return _json({"error": str(error)}, 400)
+
+        return check
+
+    async def read_object(request: web.Request) -> dict:
+        try:
+            body = orjson.loads(await request.read() or b"{}")
+        except orjson.JSONDecodeError as error:
+            raise BadRequest(f"the body is not JSON: {error}") from None
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object")
+        return body
+
+    def peer(name: Any, what: str) -> str:
+        if name not in peers:
+            raise BadRequest(f"{what}: unknown region {name!r}; peers are {', '.join(sorted(peers))}")
+        return name
+
+    async def status(_request: web.Request) -> web.Response:
+        return _json(host.status())
+
+    async def faults(request: web.Request) -> web.Response:
+        body = await read_object(request)
+        unknown = sorted(set(body) - set(FAULT_KEYS))
+        if unknown:
+            raise BadRequest(f"unknown fault kind(s) {', '.join(unknown)}; use {', '.join(FAULT_KEYS)}")
+        # Validate everything before changing anything.
+        heal = body.get("heal", False)
+        if not isinstance(heal, bool):
+            raise BadRequest("heal: expected true or false")
+        grudges = None
+        if "grudges" in body:
+            if not isinstance(body["grudges"], list):
+                raise BadRequest("grudges: expected a list of region names")
+            grudges = [peer(name, "grudges") for name in body["grudges"]]
+        latency: dict[str, LinkDelay | None] = {}
+        if "latency" in body:
+            if not isinstance(body["latency"], dict):
+                raise BadRequest("latency: expected a mapping of region name to {latency_ms, jitter_ms} or null")
+            for name, setting in body["latency"].items():
+                peer(name, "latency")
+                if setting is None:
+                    latency[name] = None
+                    continue
+                if not isinstance(setting, dict) or set(setting) - {"latency_ms", "jitter_ms"}:
+                    raise BadRequest(f"latency.{name}: expected {{latency_ms, jitter_ms}}")
+                latency[name] = LinkDelay(
+                    _number(setting.get("latency_ms", 0), f"latency.{name}.latency_ms"),
+                    _number(setting.get("jitter_ms", 0), f"latency.{name}.jitter_ms"),
+                )
+        offset = None
+        if body.get("clock_offset_ms") is not None:
+            offset = _number(body["clock_offset_ms"], "clock_offset_ms", minimum=None)
+        if heal:
+            host.heal()
+        if grudges is not None:
+            transport.set_grudges(grudges)
+        for name, delay in latency.items():
+            transport.set_delay(name, delay)
+        if "clock_offset_ms" in body:
+            host.set_clock_offset_ms(offset)
+        return _json(host.status())
+
+    async def set_peers(request: web.Request) -> web.Response:
+        body = await read_object(request)
+        endpoints = body.get("endpoints")
+        if not isinstance(endpoints, dict) or set(body) != {"endpoints"}:
+            raise BadRequest('expected {"endpoints": {"<region>": "http://host:port", ...}}')
+        for name, url in endpoints.items():
+            peer(name, "endpoints")
+            if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+                raise BadRequest(f"endpoints.{name}: expected an http:// URL, got {url!r}")
+        host.set_endpoints(endpoints)
+        return _json({"ok": True})
+
+    return [
+        web.get("/control/status", guarded(status)),
+        web.post("/control/faults", guarded(faults)),
+        web.post("/control/peers", guarded(set_peers)),
+    ]

@@ -1,0 +1,272 @@
+"""The asyncio host of one region's replication core: a `RegionNode` driven over the `HttpTransport`.
+
+Theory of operation (cores step, hosts loop — docs/replication.md "Layers"):
+- Local writes: a store commit hook notices every batch holding a write that originated here (TTL deletes
+  included) and tells the node (`on_local_commit`), then wakes the poller. The hook only sets a deadline; it runs
+  inside the write transaction and must not touch the store.
+- The poller task sleeps until the node's `next_deadline()` (or a wake-up), calls `poll(now)` and hands every
+  envelope it returns to the transport.
+- Incoming envelopes (the transport's receive handler) go to `on_message(envelope, now)`; its answers are sent
+  and the poller is woken, since an ack may open a window or move a deadline.
+- `now` is always the unskewed monotonic clock: skewing the region's wall clock (clock faults) moves stamps and
+  TTL, never timers.
+
+Peers and their endpoints: the peer list and link delays come from the topology (through `ReplicationSettings`,
+built by the caller: this layer imports no topology code). An endpoint is known up front when the topology pins
+the peer's port, or given later: the supervisor writes every region's endpoint into its `state.json`, which each
+region passed `--peers-file` polls (cheaply: it re-reads the file only when its modification time changes). A
+restarted region therefore finds its peers at once, and a region that comes back on a new port is found again.
+`POST /control/peers` sets endpoints by hand (regions on different hosts).
+
+At start-up the host also makes the topology's declared tables exist here as global tables (CreateTable, then
+`make_global` with every replica region), before the region announces itself: so `up` is ready only once every
+region holds every table, and a restart finds them already there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ..engine.engine import Engine
+from ..engine.errors import ResourceInUseException
+from ..replication.config import ReplicationConfig
+from ..replication.hlc import HybridLogicalClock, Version
+from ..replication.node import RegionNode
+from ..replication.versions import HlcVersionSource
+from ..runtime.clock import SystemClock
+from ..runtime.transport import Envelope
+from .http_transport import HttpTransport, LinkDelay
+
+log = logging.getLogger("globaltables.replication.host")
+
+PEERS_FILE_POLL_S = 0.2
+POLL_FAILURE_PAUSE_S = 1.0
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    name: str
+    endpoint: str | None = None  # None: learned later (peers file or control API)
+    latency_ms: float = 0.0  # one-way delay from this region to the peer
+    jitter_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReplicationSettings:
+    """What one region needs to replicate; plain data, so the region layer depends on no topology code."""
+
+    peers: tuple[PeerSettings, ...]
+    secret: str
+    tables: tuple[Mapping[str, Any], ...] = ()  # CreateTable requests of the declared global tables
+    replicas: tuple[str, ...] = ()  # every region holding the tables (this one included)
+    conflict_clock: str = "hlc"
+    max_clock_offset_ms: float = 500
+    clock_offset_ms: float = 0
+    peers_file: Path | None = None
+    role: str = "replica"
+    config: ReplicationConfig = field(default_factory=ReplicationConfig)
+
+
+def make_clocks(settings: ReplicationSettings) -> tuple[SystemClock, HybridLogicalClock]:
+    """The region's (possibly skewed) system clock and the HLC over it."""
+    clock = SystemClock(offset_s=settings.clock_offset_ms / 1000.0)
+    hlc = HybridLogicalClock(clock, int(settings.max_clock_offset_ms), mode=settings.conflict_clock)  # type: ignore[arg-type]
+    return clock, hlc
+
+
+def largest_stored_version(engine: Engine) -> Version | None:
+    """The greatest version held in items and tombstones: after a restart the HLC must start above it."""
+    db = engine.store.db
+    found = None
+    for table in ("items", "tombstones"):
+        row = db.execute(f"SELECT max(version) FROM {table}").fetchone()  # noqa: S608 (fixed table names)
+        if row and row[0] is not None and (found is None or row[0] > found):
+            found = row[0]
+    return Version.parse(found) if found is not None else None
+
+
+class ReplicationHost:
+    def __init__(
+        self, engine: Engine, settings: ReplicationSettings, clock: SystemClock, hlc: HybridLogicalClock
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.clock = clock
+        self.hlc = hlc
+        self.region = engine.region
+        self.baseline_offset_s = clock.offset_s
+        self.transport = HttpTransport(
+            self.region,
+            settings.secret,
+            {peer.name: LinkDelay(peer.latency_ms, peer.jitter_ms) for peer in settings.peers},
+            {peer.name: peer.endpoint for peer in settings.peers},
+        )
+        self.node = RegionNode(
+            self.region, [peer.name for peer in settings.peers], engine.replica, settings.config, hlc=hlc
+        )
+        self.transport.register(self.region, self._on_envelope)
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._peers_file_mtime: int | None = None
+        self.local_commits = 0
+        self.poll_failures = 0
+
+    # ------------------------------------------------------------------------------------------ start-up
+
+    def prepare(self) -> None:
+        """Before serving: the HLC above every stored version, the declared tables present and global, and the
+        commit hook installed."""
+        floor = largest_stored_version(self.engine)
+        if floor is not None:
+            self.hlc.observe_floor(floor.stamp)
+        replicas = sorted(set(self.settings.replicas) | {self.region})
+        lanes = self.settings.config.lanes
+        for request in self.settings.tables:
+            name = request["TableName"]
+            if name not in self.engine.tables:
+                with contextlib.suppress(ResourceInUseException):
+                    self.engine.handle("CreateTable", dict(request))
+            table = self.engine.tables[name]
+            if sorted(table.replicas) != replicas or table.replication_lanes != lanes:
+                self.engine.replica.make_global(name, replicas, lanes)
+        self.engine.store.commit_hooks.append(self._commit_hook)
+        self._read_peers_file()
+
+    async def lifecycle(self, app: web.Application) -> AsyncIterator[None]:
+        """aiohttp cleanup context: the transport, the poller and the peers-file watcher live with the app."""
+        await self.transport.start()
+        self._tasks.append(asyncio.create_task(self._poller(), name="replication-poller"))
+        if self.settings.peers_file is not None:
+            self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="replication-peers-file"))
+        self._wake.set()  # a first poll ships whatever the log holds (e.g. unacknowledged records after a restart)
+        yield
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.transport.close()
+
+    # ---------------------------------------------------------------------------------------------- driving
+
+    def _commit_hook(self, _connection: object, writes: list) -> None:
+        for write in writes:
+            if write.origin is None:
+                self.local_commits += 1
+                self.node.on_local_commit(time.monotonic())
+                self._wake.set()
+                return
+
+    def _on_envelope(self, envelope: Envelope) -> None:
+        send = self.transport.send
+        for answer in self.node.on_message(envelope, time.monotonic()):
+            send(answer)
+        self._wake.set()
+
+    async def _poller(self) -> None:
+        node = self.node
+        send = self.transport.send
+        wake = self._wake
+        while True:
+            now = time.monotonic()
+            deadline = node.next_deadline()
+            if deadline is not None and deadline <= now:
+                try:
+                    for envelope in node.poll(now):
+                        send(envelope)
+                except Exception:  # keep the region serving; retry after a pause rather than in a hot loop
+                    self.poll_failures += 1
+                    log.exception("replication poll failed")
+                    await asyncio.sleep(POLL_FAILURE_PAUSE_S)
+                await asyncio.sleep(0)  # let requests run between polls
+                continue
+            wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None if deadline is None else deadline - now):
+                    await wake.wait()
+
+    # ------------------------------------------------------------------------------------------------ peers
+
+    def set_endpoints(self, endpoints: Mapping[str, str | None]) -> None:
+        unknown = set(endpoints) - set(self.transport.peers) - {self.region}
+        if unknown:
+            raise ValueError(f"unknown region(s) {', '.join(sorted(unknown))}; peers are {', '.join(self.transport.peers)}")
+        for peer, endpoint in endpoints.items():
+            if peer != self.region:
+                self.transport.set_endpoint(peer, endpoint)
+
+    def _read_peers_file(self) -> None:
+        path = self.settings.peers_file
+        if path is None:
+            return
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime == self._peers_file_mtime:
+            return
+        try:
+            state = json.loads(Path(path).read_text())
+            regions = state.get("regions", {})
+            endpoints = {
+                name: entry["endpoint"]
+                for name, entry in regions.items()
+                if name in self.transport.peers and isinstance(entry, dict) and entry.get("endpoint")
+            }
+        except (OSError, ValueError, AttributeError, TypeError) as error:  # half-written by a foreign tool: retry
+            log.warning("cannot read peers file %s: %s", path, error)
+            return
+        self._peers_file_mtime = mtime
+        self.set_endpoints(endpoints)
+
+    async def _watch_peers_file(self) -> None:
+        while True:
+            await asyncio.sleep(PEERS_FILE_POLL_S)
+            self._read_peers_file()
+
+    # ----------------------------------------------------------------------------------------------- faults
+
+    def set_clock_offset_ms(self, offset_ms: float | None) -> None:
+        """Skew the wall clock under the HLC (stamps and TTL); None restores the topology's offset."""
+        self.clock.offset_s = self.baseline_offset_s if offset_ms is None else offset_ms / 1000.0
+
+    def heal(self) -> None:
+        self.transport.heal()
+        self.set_clock_offset_ms(None)
+
+    # ----------------------------------------------------------------------------------------------- status
+
+    def status(self) -> dict[str, Any]:
+        statistics = self.hlc.statistics()
+        return {
+            "region": self.region,
+            "role": self.settings.role,
+            "conflict_clock": statistics.mode,
+            "clock_offset_ms": round(self.clock.offset_s * 1000.0, 3),
+            "hlc": {
+                "last": statistics.last.encode(),
+                "remote_ahead_count": statistics.remote_ahead_count,
+                "max_remote_ahead_ms": statistics.max_remote_ahead_ms,
+                "max_offset_ms": self.hlc.max_offset_ms,
+            },
+            "local_commits": self.local_commits,
+            "poll_failures": self.poll_failures,
+            "idle": self.node.idle(),
+            "transport": self.transport.status(),
+            **{key: value for key, value in self.node.status().items() if key != "region"},
+        }
+
+
+def versions_for(hlc: HybridLogicalClock, region: str) -> HlcVersionSource:
+    return HlcVersionSource(hlc, region)

@@ -1,0 +1,25 @@
+"""Tuning of the replication core; every knob has a default that suits both the simulator and real processes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_LANES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationConfig:
+    lanes: int = DEFAULT_LANES  # ordered lanes per (table, peer) link; an item's lane is a hash of its partition key
+    batch_records: int = 500  # records per Ship at most
+    batch_bytes: int = 1_000_000  # encoded Ship size at most (a single larger record still ships, alone)
+    window_records: int = 5_000  # records shipped but not yet acknowledged, per link, at most
+    flush_interval: float = 0.002  # seconds a local commit waits before shipping, so bursts share a Ship
+    retransmit_after: float = 1.0  # seconds without ack progress before a link goes back to its acked position
+    max_backoff: int = 8  # the retransmit interval doubles per fruitless retry, up to this multiple
+
+    def __post_init__(self) -> None:
+        for name in ("lanes", "batch_records", "batch_bytes", "window_records", "max_backoff"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"replication {name} must be >= 1, not {getattr(self, name)!r}")
+        if self.flush_interval < 0 or self.retransmit_after <= 0:
+            raise ValueError("replication flush_interval must be >= 0 and retransmit_after > 0")

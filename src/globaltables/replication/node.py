@@ -1,0 +1,204 @@
+"""`RegionNode`: one region's replication core — its links to every peer, and its receiver — with no I/O.
+
+Theory of operation: a host (the region process over aiohttp, or the simulator) owns the clock and the transport
+and drives the node with four calls, passing the current time in seconds (its monotonic clock):
+  - `on_local_commit(now)` after a client write committed; the node ships it within `flush_interval`, so a burst
+    of commits shares Ships;
+  - `poll(now)` when `next_deadline()` has come: ships what the windows allow, retransmits what timed out;
+  - `on_message(envelope, now)` for every envelope that arrives; answers Ships with acks, and refills the window
+    of a link whose ack made room;
+  - `next_deadline()`: when to call `poll` next (None: nothing to do until a commit or a message).
+Every call returns the envelopes to send. Envelopes carry the encoded message (bytes) and travel on the channel
+`"<table>/<lane>"`, which the transport keeps in order (FIFO per (src, dest, channel)); acks answer on the same
+channel. The node only ships writes that originated here (the port's `local_records`), never relays.
+
+The HLC send and receive rules run on protocol messages too (a message carries its sender's stamp), when the host
+gives the node the region's clock (or the port exposes it as `hlc`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..runtime.transport import Envelope
+from .config import ReplicationConfig
+from .hlc import HlcTimestamp, HybridLogicalClock
+from .link import ReplicationLink
+from .messages import SHIP, SHIP_ACK, MessageError, Ship, ShipAck, decode, encode
+from .port import ReplicaPortLike
+from .receiver import Receiver
+
+logger = logging.getLogger(__name__)
+
+PENDING_COUNT_CAP = 100_000  # status() counts unacknowledged records up to this many per link
+
+
+def channel_of(table: str, lane: int) -> str:
+    return f"{table}/{lane}"
+
+
+class RegionNode:
+    def __init__(
+        self,
+        region: str,
+        peers: list[str] | tuple[str, ...],
+        port: ReplicaPortLike,
+        config: ReplicationConfig | None = None,
+        *,
+        hlc: HybridLogicalClock | None = None,
+    ) -> None:
+        if region in peers:
+            raise ValueError(f"region {region!r} cannot be its own peer")
+        self.region = region
+        self.peers = tuple(sorted(peers))
+        self.port = port
+        self.config = config or ReplicationConfig()
+        self.hlc = hlc if hlc is not None else getattr(port, "hlc", None)
+        self.receiver = Receiver(port)
+        # (peer, table, lane) -> link; created in a deterministic order as tables appear.
+        self.links: dict[tuple[str, str, int], ReplicationLink] = {}
+        self._lanes: dict[str, list[list[ReplicationLink]]] = {}  # table -> lane -> links to every peer
+        self._flush_at: float | None = 0.0  # a first poll picks up whatever the log holds (e.g. after a restart)
+        self._msg_id = 0
+        self.dropped_messages = 0
+
+    # ------------------------------------------------------------------------------------------------ inputs
+
+    def on_local_commit(self, now: float | None = None) -> None:
+        """A client write committed: ship it soon (after `flush_interval`, batching a burst)."""
+        if self._flush_at is None:
+            self._flush_at = (now if now is not None else float("-inf")) + self.config.flush_interval
+
+    def poll(self, now: float) -> list[Envelope]:
+        self._flush_at = None
+        out: list[Envelope] = []
+        port = self.port
+        for table in port.global_tables():
+            lanes = self._lanes.get(table) or self._add_table(table)
+            for lane, links in enumerate(lanes):
+                log_end = port.log_end(table, lane)
+                for link in links:
+                    if link.state == "active" and (link.sent < log_end or link.sent > link.acked):
+                        self._ship(link, link.poll(now, log_end, self._stamp), out)
+        return out
+
+    def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
+        src = envelope.src
+        if src not in self.peers:
+            return self._drop(envelope, f"unknown peer {src!r}")
+        try:
+            message = decode(envelope.body)  # type: ignore[arg-type]
+        except (MessageError, TypeError) as error:
+            return self._drop(envelope, str(error))
+        if message.stamp is not None and self.hlc is not None:
+            try:
+                self.hlc.update(HlcTimestamp.parse(message.stamp))
+            except ValueError as error:
+                return self._drop(envelope, str(error))
+        if type(message) is Ship:
+            port = self.port
+            table = message.table
+            if table not in port.global_tables() or message.lane >= port.lanes(table) or src not in port.peers(table):
+                # Not (yet) a replica of this table here: no ack, so the sender retries later with backoff.
+                return self._drop(envelope, f"no replica of {message.table} lane {message.lane} here")
+            ack = self.receiver.on_ship(src, message, self._stamp())
+            self._msg_id += 1
+            return [envelope.reply(SHIP_ACK, self._msg_id, encode(ack))]
+        assert type(message) is ShipAck
+        link = self.links.get((src, message.table, message.lane))
+        if link is None:
+            return self._drop(envelope, f"ack for unknown link {message.table}/{message.lane}")
+        link.on_ack(message, now)
+        out: list[Envelope] = []
+        log_end = self.port.log_end(link.table, link.lane)
+        if link.wants_to_ship(log_end):
+            self._ship(link, link.poll(now, log_end, self._stamp), out)
+        return out
+
+    # ------------------------------------------------------------------------------------------------ timing
+
+    def next_deadline(self) -> float | None:
+        deadline = self._flush_at
+        for link in self.links.values():
+            at = link.next_deadline()
+            if at is not None and (deadline is None or at < deadline):
+                deadline = at
+        return deadline
+
+    # ------------------------------------------------------------------------------------------------ status
+
+    def status(self) -> dict[str, Any]:
+        port = self.port
+        links = []
+        for (peer, table, lane), link in self.links.items():
+            entry = link.status(port.log_end(table, lane))
+            entry["pending"] = len(port.local_records(table, lane, link.acked, PENDING_COUNT_CAP))
+            links.append(entry)
+        applied = [
+            {"origin": peer, "table": table, "lane": lane, "applied": port.applied_position(peer, table, lane)}
+            for table in port.global_tables()
+            for peer in self.peers
+            if peer in port.peers(table)
+            for lane in range(port.lanes(table))
+        ]
+        receiver = self.receiver
+        return {
+            "region": self.region,
+            "links": links,
+            "applied": applied,
+            "received": {
+                "applied_records": receiver.applied_records,
+                "won": receiver.won,
+                "duplicates": receiver.duplicates,
+                "gaps": receiver.gaps,
+                "dropped_messages": self.dropped_messages,
+            },
+        }
+
+    def idle(self) -> bool:
+        """Every local record acknowledged by every peer (or its link failed), and nothing due."""
+        port = self.port
+        for table in port.global_tables():
+            peers = port.peers(table)
+            for lane in range(port.lanes(table)):
+                log_end = port.log_end(table, lane)
+                for peer in self.peers:
+                    if peer not in peers:
+                        continue
+                    link = self.links.get((peer, table, lane))
+                    acked = link.acked if link is not None else port.acked_position(peer, table, lane)
+                    if acked < log_end and (link is None or link.state == "active"):
+                        return False
+        return True
+
+    # ----------------------------------------------------------------------------------------------- helpers
+
+    def _add_table(self, table: str) -> list[list[ReplicationLink]]:
+        lanes = []
+        replicas = self.port.peers(table)
+        for lane in range(self.port.lanes(table)):
+            links = []
+            for peer in self.peers:
+                if peer not in replicas:
+                    continue
+                link = ReplicationLink(peer, table, lane, self.port, self.config)
+                self.links[(peer, table, lane)] = link
+                links.append(link)
+            lanes.append(links)
+        self._lanes[table] = lanes
+        return lanes
+
+    def _ship(self, link: ReplicationLink, batches: list[tuple[Ship, bytes]], out: list[Envelope]) -> None:
+        channel = channel_of(link.table, link.lane)
+        for _, data in batches:
+            self._msg_id += 1
+            out.append(Envelope(self.region, link.peer, SHIP, self._msg_id, None, data, channel))
+
+    def _stamp(self) -> str | None:
+        return self.hlc.now().encode() if self.hlc is not None else None
+
+    def _drop(self, envelope: Envelope, reason: str) -> list[Envelope]:
+        self.dropped_messages += 1
+        logger.warning("replication message %r dropped: %s", envelope, reason)
+        return []

@@ -1,0 +1,42 @@
+"""The receiving side of replication: apply a peer's Ship through the port and say where the lane stands.
+
+Theory of operation (docs/replication.md, "Receiver"): the applied position of each (origin, table, lane) is
+durable and saved by the port in the same transaction as the items it applies, so the receiver keeps no state of
+its own and a crash loses nothing it acknowledged.
+- A Ship whose `prev_pos` is beyond the applied position does not connect (an earlier Ship was lost or overtaken):
+  nothing is applied, the answer is a gap ack, and the sender goes back to the applied position.
+- Otherwise the records after the applied position are applied all-or-nothing, and the ack carries the new
+  position. Records at or below it are duplicates (a retransmission, a duplicated message) and change nothing.
+"""
+
+from __future__ import annotations
+
+from .messages import Ship, ShipAck
+from .port import ReplicaPortLike
+
+
+class Receiver:
+    __slots__ = ("_port", "applied_records", "duplicates", "gaps", "won")
+
+    def __init__(self, port: ReplicaPortLike) -> None:
+        self._port = port
+        self.applied_records = 0  # records merged (whether they won or not)
+        self.won = 0  # records that won LWW and changed the item
+        self.duplicates = 0  # Ships that brought nothing new
+        self.gaps = 0
+
+    def on_ship(self, origin: str, ship: Ship, stamp: str | None = None) -> ShipAck:
+        port = self._port
+        table, lane = ship.table, ship.lane
+        applied = port.applied_position(origin, table, lane)
+        if ship.prev_pos > applied:
+            self.gaps += 1
+            return ShipAck(table, lane, ship.epoch, applied, True, stamp)
+        if ship.last_pos <= applied:
+            self.duplicates += 1
+            return ShipAck(table, lane, ship.epoch, applied, False, stamp)
+        before = applied
+        applied, won = port.apply_replicated(origin, table, lane, ship.records)
+        self.applied_records += sum(1 for record in ship.records if record.pos > before)
+        self.won += len(won)
+        return ShipAck(table, lane, ship.epoch, applied, False, stamp)
