@@ -210,3 +210,21 @@ def test_positions_survive_a_restart(tmp_path):
     for lane, pos in positions.items():
         assert reopened.replica.applied_position("us-east-1", TABLE, lane) == pos
     assert reopened.handle("GetItem", {"TableName": TABLE, "Key": key("r-1")})["Item"]["v"] == {"S": "x"}
+
+
+def test_a_restarted_region_stamps_above_everything_it_holds(tmp_path):
+    path = tmp_path / "region.db"
+    ahead = ManualClock(wall_time=1_700_000_100.0)
+    engine = Engine(SqliteStore(path), ahead, region="us-east-1", versions=HlcVersionSource(
+        HybridLogicalClock(ahead, max_offset_ms=500), "us-east-1"))
+    engine.handle("CreateTable", {
+        "TableName": TABLE, "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST"})
+    engine.replica.make_global(TABLE, REGIONS)
+    before = put(engine, "f-1", "written while the clock ran ahead")
+    engine.store.close()
+    behind = ManualClock(wall_time=1_700_000_000.0)  # after the restart the wall clock is 100 s earlier
+    restarted = Engine(SqliteStore(path), behind, region="us-east-1", versions=HlcVersionSource(
+        HybridLogicalClock(behind, max_offset_ms=500), "us-east-1"))
+    after = put(restarted, "f-2", "a different item")
+    assert after > before

@@ -15,7 +15,11 @@ from globaltables.replication.messages import Record
 
 class FakePort:
     def __init__(
-        self, region: str, hlc: HybridLogicalClock, peers: tuple[str, ...] = (), tables: tuple[str, ...] = ("T",),
+        self,
+        region: str,
+        hlc: HybridLogicalClock,
+        peers: tuple[str, ...] = (),
+        tables: tuple[str, ...] = ("T",),
         lanes: int = 4,
     ):
         self.region = region

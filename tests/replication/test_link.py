@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from replication.fake_port import FakePort
 from globaltables.replication.config import ReplicationConfig
 from globaltables.replication.hlc import HybridLogicalClock
 from globaltables.replication.link import ReplicationLink
 from globaltables.replication.messages import ShipAck, decode
+from replication.fake_port import FakePort
 
 LANE = 0
 
@@ -34,9 +34,7 @@ def test_ships_in_batches_up_to_the_window_and_each_batch_says_where_it_starts()
     ships = link.poll(0.0, port.log_end("T", LANE))
     assert [(s.prev_pos, [r.pos for r in s.records]) for s, _ in ships] == [(0, [1, 2, 3]), (3, [4, 5, 6]), (6, [7])]
     assert link.sent == 7 and link.in_flight == 7
-    assert decode(ships[0][1]) == ships[0][0].__class__(
-        "T", LANE, 0, 0, tuple(decode(ships[0][1]).records), None
-    )
+    assert decode(ships[0][1]) == ships[0][0].__class__("T", LANE, 0, 0, tuple(decode(ships[0][1]).records), None)
     assert link.poll(0.1, port.log_end("T", LANE)) == []  # window full
     link.on_ack(ack(link, 3), 0.2)
     assert link.acked == 3 and port.acked_position("eu-west-1", "T", LANE) == 3  # durable

@@ -48,8 +48,13 @@ def port_number(text: str) -> int:
 
 def add_region_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", required=True, type=region_name, help="region name, e.g. us-east-1")
-    parser.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000; 0 picks a free one)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=None,
+        help="TCP port (default 8000, or with --topology the topology's port or 0; 0 picks a free one)",
+    )
+    parser.add_argument("--host", default=None, help="address to bind (default 127.0.0.1, or the topology's)")
     storage = parser.add_mutually_exclusive_group()
     storage.add_argument(
         "--data-dir",
@@ -74,9 +79,10 @@ def add_region_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ttl-sweep-interval",
         type=positive_seconds,
-        default=30.0,
+        default=None,
         metavar="SECONDS",
-        help="how often expired items (TTL) are swept and old stream records trimmed (default 30)",
+        help="how often expired items (TTL) are swept and old stream records trimmed "
+        "(default 30, or with --topology the topology's ttl_sweep_interval_s)",
     )
     parser.add_argument(
         "--stream-retention",
@@ -84,6 +90,29 @@ def add_region_arguments(parser: argparse.ArgumentParser) -> None:
         default=24 * 3600.0,
         metavar="SECONDS",
         help="how long stream records stay readable (default 86400, DynamoDB's 24 hours)",
+    )
+    replication = parser.add_argument_group("region of a topology (global tables)")
+    replication.add_argument(
+        "--topology",
+        type=Path,
+        metavar="FILE",
+        help="run region --name of this topology: replicate its declared tables to the other regions",
+    )
+    replication.add_argument(
+        "--secret-file", type=Path, metavar="PATH", help="the shared secret (default: the topology's secret_file)"
+    )
+    replication.add_argument(
+        "--peers-file",
+        type=Path,
+        metavar="PATH",
+        help="a state.json written by `globaltables up`, polled for the peers' endpoints",
+    )
+    replication.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="a peer region's endpoint, e.g. eu-west-1=http://10.0.0.2:8000 (repeatable)",
     )
 
 
@@ -109,16 +138,55 @@ def run_region(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    replication = None
+    host, port, ttl_sweep = args.host or "127.0.0.1", 8000 if args.port is None else args.port, args.ttl_sweep_interval
+    if args.topology is not None:
+        try:
+            topology_region, replication, ttl_default = topology_region_settings(args)
+        except ValueError as error:  # TopologyError, SecretError, an unknown region or peer
+            print(f"globaltables region: {error}", file=sys.stderr)
+            return 2
+        host = args.host or topology_region.host
+        port = args.port if args.port is not None else topology_region.port or 0
+        ttl_sweep = ttl_sweep or ttl_default
     config = RegionConfig(
         name=args.name,
-        host=args.host,
-        port=args.port,
+        host=host,
+        port=port,
         data_dir=data_dir,
         ready_file=args.ready_file,
-        ttl_sweep_interval_s=args.ttl_sweep_interval,
+        ttl_sweep_interval_s=ttl_sweep or 30.0,
         stream_retention_s=args.stream_retention,
+        replication=replication,
     )
     return run(config)
+
+
+def topology_region_settings(args: argparse.Namespace):
+    """(the topology's Region, ReplicationSettings, the topology's TTL sweep interval) for `region --topology`."""
+    from ..experiment.region_settings import read_secret, replication_settings
+    from ..experiment.topology import load_topology
+
+    topology = load_topology(args.topology)
+    try:
+        region = topology.region(args.name)
+    except KeyError as error:
+        raise ValueError(error.args[0]) from None
+    secret_file = args.secret_file or topology.secret_file
+    if secret_file is None:
+        raise ValueError("a region of a topology needs the shared secret: give --secret-file or set secret_file")
+    endpoints = {}
+    for entry in args.peer:
+        name, separator, url = entry.partition("=")
+        if not separator or not url.startswith(("http://", "https://")):
+            raise ValueError(f"--peer {entry!r}: expected NAME=http://HOST:PORT")
+        if name not in topology.region_names:
+            raise ValueError(f"--peer {entry!r}: no region {name!r} in topology {topology.name!r}")
+        endpoints[name] = url
+    settings = replication_settings(
+        topology, args.name, read_secret(secret_file), peers_file=args.peers_file, endpoints=endpoints
+    )
+    return region, settings, topology.ttl_sweep_interval_s
 
 
 # ----------------------------------------------------------------------------------------------------- validate
@@ -137,8 +205,38 @@ def run_validate(args: argparse.Namespace) -> int:
     return 0 if valid else 1
 
 
+# ---------------------------------------------------------------------------------------------------- up / down
+
+
+def add_up_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file (topologies/*.yaml)")
+    parser.add_argument(
+        "--data-dir", type=Path, metavar="DIR", help="state dir (default ./.globaltables/<topology name>)"
+    )
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from ..experiment.supervisor import up
+
+    logging.basicConfig(level="INFO", stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return up(args.topology, args.data_dir)
+
+
+def add_down_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topology", type=Path, nargs="?", metavar="TOPOLOGY", help="topology file")
+    parser.add_argument("--data-dir", type=Path, metavar="DIR", help="state dir of the running `up`")
+
+
+def run_down(args: argparse.Namespace) -> int:
+    from ..experiment.supervisor import down
+
+    return down(args.topology, args.data_dir)
+
+
 COMMANDS = [
     Command("region", "run one standalone region: a DynamoDB-compatible endpoint", add_region_arguments, run_region),
+    Command("up", "start every region of a topology and replicate between them (until Ctrl-C)", add_up_arguments, run_up),
+    Command("down", "stop the `globaltables up` running a topology", add_down_arguments, run_down),
     Command(
         "validate",
         "check topology files; print each error with its file and field",

@@ -75,6 +75,11 @@ class Engine:
         # sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired` periodically.
         self.change_log = ChangeLog(self, stream_retention_s)
         self.ttl = TtlSweeper(self)
+        if versions is not None:
+            # A restarted region's clock starts above every version it already holds (its own or replicated).
+            highest = store.highest_version()
+            if highest is not None:
+                versions.observe_floor(highest)
 
     # ---------------------------------------------------------------------------------------------------- dispatch
 

@@ -35,6 +35,9 @@ class VersionSource(Protocol):
     def observe(self, version: str) -> None:
         """A version arrived from another region (the HLC receive rule)."""
 
+    def observe_floor(self, version: str) -> None:
+        """After a restart: stamps must start above this version, the greatest the store holds."""
+
 
 @dataclass(frozen=True, slots=True)
 class ReplicatedRecord:

@@ -91,6 +91,7 @@ def constraint_error(errors: list[str]) -> ValidationException:
     return ValidationException(f"{count} validation {noun} detected: " + "; ".join(errors))
 
 
+_PATTERNS: dict[str, re.Pattern] = {}  # compiled once: re's own cache lookup costs more than the match
 _CAMEL: dict[str, str] = {}  # camel() of every member name seen; the hot path asks for the same few names
 
 
@@ -160,7 +161,10 @@ def _check_value(value: Any, f: Field, path: str, errors: list[str]) -> None:
         if f.max_length is not None and length > f.max_length:
             errors.append(_prefix(value, path) + f"Member must have length less than or equal to {f.max_length}")
     if f.pattern is not None and isinstance(value, str):
-        if not re.fullmatch(f.pattern, value):
+        pattern = _PATTERNS.get(f.pattern)
+        if pattern is None:
+            pattern = _PATTERNS[f.pattern] = re.compile(f.pattern)
+        if not pattern.fullmatch(value):
             errors.append(_prefix(value, path) + f"Member must satisfy regular expression pattern: {f.pattern}")
     if f.minimum is not None and value < f.minimum:
         errors.append(_prefix(value, path) + f"Member must have value greater than or equal to {f.minimum}")

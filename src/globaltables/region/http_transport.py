@@ -64,6 +64,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a Ship batch is ~1 MB; leave room
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 1.0
 CONNECT_TIMEOUT_S = 5.0
+CLOSE_TIMEOUT_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,12 @@ def decode_envelope(data: bytes) -> Envelope:
     else:
         raise ValueError(f"unknown envelope body kind {kind!r}")
     return Envelope(src, dest, message_kind, msg_id, in_reply_to, body, lane)
+
+
+async def _close_quickly(ws: aiohttp.ClientWebSocketResponse | web.WebSocketResponse) -> None:
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(CLOSE_TIMEOUT_S):
+            await ws.close(code=aiohttp.WSCloseCode.GOING_AWAY)
 
 
 # ------------------------------------------------------------------------------------------ outbound links
@@ -254,6 +261,9 @@ class HttpTransport:
             out.task = asyncio.create_task(self._run_link(out), name=f"replication-link-{out.dest}")
 
     async def close(self) -> None:
+        """Stop every link and close every socket, outbound and inbound; safe to call twice."""
+        if self._closing:
+            return
         self._closing = True
         tasks = [out.task for out in self._outbound.values() if out.task is not None]
         for task in tasks:
@@ -261,14 +271,12 @@ class HttpTransport:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        # Peers usually shut down at the same moment (`up` stops every region at once), and a graceful close waits
+        # for the other side's close frame: bound it, all sockets at once, or every stop takes aiohttp's 10 s.
+        sockets = [out.ws for out in self._outbound.values() if out.ws is not None] + list(self._inbound)
         for out in self._outbound.values():
-            if out.ws is not None:
-                with contextlib.suppress(Exception):
-                    await out.ws.close()
-                out.ws = None
-        for ws in list(self._inbound):
-            with contextlib.suppress(Exception):
-                await ws.close()
+            out.ws = None
+        await asyncio.gather(*(_close_quickly(ws) for ws in sockets))
         if self._session is not None:
             await self._session.close()
 

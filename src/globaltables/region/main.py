@@ -28,7 +28,8 @@ from aiohttp import web
 from ..engine.engine import Engine
 from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
-from .app import make_app
+from .app import install_fast_path, make_app
+from .replication_host import ReplicationSettings
 
 log = logging.getLogger("globaltables.region")
 
@@ -47,6 +48,9 @@ class RegionConfig:
     ready_file: Path | None = None
     ttl_sweep_interval_s: float = 30.0  # TTL sweep and stream retention trim (app.py `expiry_work`)
     stream_retention_s: float = 24 * 3600.0
+    # A region of a topology (globaltables region --topology): replication links, HLC, declared global tables,
+    # control API. None: a standalone region whose writes carry no versions.
+    replication: ReplicationSettings | None = None
 
 
 class DataDirInUse(OSError):
@@ -101,10 +105,14 @@ async def serve(config: RegionConfig) -> None:
 async def serve_store(config: RegionConfig) -> None:
     store = open_store(config)
     try:
-        engine = Engine(store, SystemClock(), region=config.name, stream_retention_s=config.stream_retention_s)
-        app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s)
+        if config.replication is None:
+            engine = Engine(store, SystemClock(), region=config.name, stream_retention_s=config.stream_retention_s)
+            app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s)
+        else:
+            engine, app = replicated_region(config, store)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
+        install_fast_path(runner)
         try:
             site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True)
             await site.start()
@@ -121,6 +129,33 @@ async def serve_store(config: RegionConfig) -> None:
             await runner.cleanup()
     finally:
         store.close()
+
+
+def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine, web.Application]:
+    """The engine of a topology's region (versions from its HLC) and its app with the replication host (links,
+    poller; declared tables made global before serving) and the control API."""
+    from . import control
+    from .replication_host import ReplicationHost, make_clocks, versions_for
+
+    settings = config.replication
+    assert settings is not None
+    clock, hlc = make_clocks(settings)
+    engine = Engine(
+        store,
+        clock,
+        region=config.name,
+        stream_retention_s=config.stream_retention_s,
+        versions=versions_for(hlc, config.name),
+    )
+    host = ReplicationHost(engine, settings, clock, hlc)
+    host.prepare()
+    app = make_app(
+        engine,
+        ttl_sweep_interval_s=config.ttl_sweep_interval_s,
+        routes=[host.transport.route(), *control.routes(host)],
+    )
+    app.cleanup_ctx.append(host.lifecycle)
+    return engine, app
 
 
 def bound_address(site: web.TCPSite) -> tuple[str, int]:

@@ -146,6 +146,7 @@ class ReplicationHost:
     async def lifecycle(self, app: web.Application) -> AsyncIterator[None]:
         """aiohttp cleanup context: the transport, the poller and the peers-file watcher live with the app."""
         await self.transport.start()
+        app.on_shutdown.append(self._on_shutdown)
         self._tasks.append(asyncio.create_task(self._poller(), name="replication-poller"))
         if self.settings.peers_file is not None:
             self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="replication-peers-file"))
@@ -156,6 +157,13 @@ class ReplicationHost:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.transport.close()
+
+    async def _on_shutdown(self, _app: web.Application) -> None:
+        # Inbound replication sockets live as long as their peers do: close them (and our outbound ones) before
+        # aiohttp waits for in-flight handlers, or every SIGTERM would wait out the whole shutdown grace period.
+        for task in self._tasks:
+            task.cancel()
         await self.transport.close()
 
     # ---------------------------------------------------------------------------------------------- driving

@@ -13,7 +13,7 @@ class ReplicationConfig:
     batch_records: int = 500  # records per Ship at most
     batch_bytes: int = 1_000_000  # encoded Ship size at most (a single larger record still ships, alone)
     window_records: int = 5_000  # records shipped but not yet acknowledged, per link, at most
-    flush_interval: float = 0.002  # seconds a local commit waits before shipping, so bursts share a Ship
+    flush_interval: float = 0.005  # seconds a local commit waits before shipping, so bursts share a Ship
     retransmit_after: float = 1.0  # seconds without ack progress before a link goes back to its acked position
     max_backoff: int = 8  # the retransmit interval doubles per fruitless retry, up to this multiple
 

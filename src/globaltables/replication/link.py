@@ -70,7 +70,9 @@ class ReplicationLink:
     def wants_to_ship(self, log_end: int) -> bool:
         return self.state == ACTIVE and self.sent < log_end and self._in_flight < self.config.window_records
 
-    def poll(self, now: float, log_end: int, stamp: Callable[[], str | None] = lambda: None) -> list[tuple[Ship, bytes]]:
+    def poll(
+        self, now: float, log_end: int, stamp: Callable[[], str | None] = lambda: None
+    ) -> list[tuple[Ship, bytes]]:
         """Rewind if the retransmit timer expired, then ship what the window allows; (message, encoding) pairs.
         `stamp` gives the sender's HLC stamp for a message (called only when one is sent)."""
         if self.state != ACTIVE:
@@ -131,10 +133,9 @@ class ReplicationLink:
             self._port.save_acked(self.peer, self.table, self.lane, applied)
             self._progress_at = now
             self._retries = 0
-            if self.sent < applied:
-                # The peer is ahead of what we think we sent: we restarted after shipping more than we had
-                # recorded as acknowledged. Continue after what it holds.
-                self.sent = applied
+            # The peer may be ahead of what we think we sent (we restarted after shipping more than we had
+            # recorded as acknowledged): continue after what it holds.
+            self.sent = max(self.sent, applied)
             batches = self._batches
             while batches and batches[0][0] <= applied:
                 self._in_flight -= batches.popleft()[1]

@@ -23,3 +23,6 @@ class HlcVersionSource:
 
     def observe(self, version: str) -> None:
         self.hlc.update(Version.parse(version).stamp)
+
+    def observe_floor(self, version: str) -> None:
+        self.hlc.observe_floor(Version.parse(version).stamp)

@@ -18,14 +18,13 @@ SQLite database plays the disk), as a process killed and restarted would.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..chaos.history import History, key_id
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError
 from ..engine.storage.sqlite_store import SqliteStore
-from ..experiment.topology import Topology
 from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock
 from ..replication.node import RegionNode
@@ -123,6 +122,15 @@ class SimRegion:
     def crash(self) -> None:
         self.driver.stop()
         self.up = False
+        self.store = reopen(self.store)
+
+
+def reopen(store: SqliteStore) -> SqliteStore:
+    """What a restarted process finds on disk: a fresh store holding exactly the committed data of `store` (an
+    in-memory database cannot be opened twice; the engine's hooks and caches stay with the old object)."""
+    fresh = store.snapshot()
+    store.close()
+    return fresh
 
 
 NodeFactory = Callable[[str, list[str], Any, ReplicationConfig, HybridLogicalClock], RegionNode]
@@ -137,7 +145,7 @@ def default_node_factory(
 class SimCluster:
     def __init__(
         self,
-        topology: Topology | Sequence[str],
+        topology: Any,
         seed: int = 0,
         *,
         lanes: int | None = None,
@@ -156,7 +164,8 @@ class SimCluster:
         self.seed = seed
         self.rng = Rng(seed)
         self.scheduler = Scheduler()
-        is_topology = isinstance(topology, Topology)
+        # A loaded experiment.topology.Topology (duck-typed: sim sits below experiment), or region names.
+        is_topology = hasattr(topology, "region_names")
         names = list(topology.region_names) if is_topology else list(topology)
         if len(set(names)) != len(names) or len(names) < 2:
             raise ValueError(f"a cluster needs two or more distinct regions, not {names!r}")
@@ -187,7 +196,9 @@ class SimCluster:
             offset = topology.region(name).clock_offset_ms / 1000 if is_topology else 0.0
             self.regions[name] = SimRegion(self, name, offset)
         if tables is None:
-            tables = [spec.request() for spec in topology.tables] if is_topology and topology.tables else [DEFAULT_TABLE]
+            tables = (
+                [spec.request() for spec in topology.tables] if is_topology and topology.tables else [DEFAULT_TABLE]
+            )
         self.table_names: list[str] = []
         for request in tables:
             self.create_global_table(dict(request))

@@ -15,6 +15,7 @@ Rules
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -85,6 +86,7 @@ CREATE TABLE IF NOT EXISTS replication_positions (
 """
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a write hashes its key twice (read, then write); blake2b costs more than a hit
 def partition_hash(pk: bytes) -> int:
     """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
     return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
@@ -158,6 +160,21 @@ class SqliteStore:
         self.commit_hooks: list[CommitHook] = []
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
             self._tids[name] = tid
+
+    def snapshot(self) -> SqliteStore:
+        """A new in-memory store holding exactly this store's committed data: what a restarted process finds on
+        its disk (the simulator's crash); hooks and caches stay with this object."""
+        fresh = SqliteStore(None)
+        self.db.backup(fresh.db)
+        fresh._tids = {name: tid for name, tid in fresh.db.execute("SELECT name, tid FROM tables")}
+        return fresh
+
+    def highest_version(self) -> str | None:
+        """The greatest item version this store holds, live or tombstoned (versions compare as text)."""
+        (live,) = self.db.execute("SELECT MAX(version) FROM items").fetchone()
+        (dead,) = self.db.execute("SELECT MAX(version) FROM tombstones").fetchone()
+        found = [v for v in (live, dead) if v is not None]
+        return max(found) if found else None
 
     def close(self) -> None:
         self.db.close()

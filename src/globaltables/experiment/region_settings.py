@@ -1,0 +1,68 @@
+"""From a topology to what one region process needs to replicate (`region.replication_host.ReplicationSettings`).
+
+The region layer knows no topology files (the import direction runs experiment -> region), so `globaltables region
+--topology T --name R` loads the topology here and hands the region plain settings: its peers with the one-way
+delay towards each, the peers' endpoints when the topology pins their ports, the declared tables, the clock options
+and the shared secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..region.main import endpoint_url
+from ..region.replication_host import PeerSettings, ReplicationSettings
+from .topology import Topology
+
+
+class SecretError(ValueError):
+    pass
+
+
+def read_secret(path: Path) -> str:
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise SecretError(f"cannot read the secret file {path}: {error}") from None
+    if not secret:
+        raise SecretError(f"the secret file {path} is empty")
+    return secret
+
+
+def replication_settings(
+    topology: Topology,
+    name: str,
+    secret: str,
+    *,
+    peers_file: Path | None = None,
+    endpoints: Mapping[str, str] | None = None,
+) -> ReplicationSettings:
+    """Settings for region `name` of `topology` (KeyError naming the regions when it is not one of them).
+
+    A peer's endpoint: `endpoints[peer]` if given, else the topology's host and port when it pins a non-zero port,
+    else unknown until the peers file or the control API says.
+    """
+    region = topology.region(name)
+    if region.role == "witness":
+        raise ValueError(f"region {name} is a witness: witnesses belong to MRSC, which this host does not run yet")
+    peers = []
+    for other in topology.regions:
+        if other.name == name or other.role != "replica":
+            continue
+        link = topology.link(name, other.name)
+        endpoint = (endpoints or {}).get(other.name)
+        if endpoint is None and other.port:
+            endpoint = endpoint_url(other.host, other.port)
+        peers.append(PeerSettings(other.name, endpoint, float(link.latency_ms), float(link.jitter_ms)))
+    return ReplicationSettings(
+        peers=tuple(peers),
+        secret=secret,
+        tables=tuple(spec.request() for spec in topology.tables),
+        replicas=tuple(replica.name for replica in topology.replicas),
+        conflict_clock=topology.conflict_clock,
+        max_clock_offset_ms=topology.max_clock_offset_ms,
+        clock_offset_ms=region.clock_offset_ms,
+        peers_file=peers_file,
+        role=region.role,
+    )
