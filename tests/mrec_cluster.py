@@ -1,8 +1,8 @@
 """Run a topology with `globaltables up` for tests: start it, wait for ready, talk to its regions, stop it.
 
 Rules (as tests/region_process.py): the supervisor's stdout goes to a file, never a pipe, and is polled for its JSON
-lines until `{"ready": true}` within a bounded wait; it is stopped by its PID (SIGTERM, then SIGKILL) at the end of
-the module, and it stops every region it started. Tests keep apart through unique keys.
+lines until `{"ready": true}` within a bounded wait; it is stopped by its PID (SIGTERM, then SIGKILL if it hangs),
+and it stops every region it started.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from region_process import SRC, make_client
@@ -37,7 +35,6 @@ class Cluster:
         self.roles = {line["region"]: line["role"] for line in lines if "region" in line}
         self.clients = {name: make_client(endpoint) for name, endpoint in self.endpoints.items()}
         self.secret = (data_dir / "secret").read_text().strip()
-        self.pool = ThreadPoolExecutor(max_workers=8)
 
     @property
     def regions(self) -> list[str]:
@@ -103,7 +100,9 @@ def start_up(topology: Path, workdir: Path) -> Cluster:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "globaltables.cli.main", "up", str(topology), "--data-dir", str(data_dir)]
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=workdir, env=env)
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=workdir, env=env
+        )
 
     def ready() -> list[dict] | None:
         if process.poll() is not None:

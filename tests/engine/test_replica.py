@@ -228,3 +228,27 @@ def test_a_restarted_region_stamps_above_everything_it_holds(tmp_path):
         HybridLogicalClock(behind, max_offset_ms=500), "us-east-1"))
     after = put(restarted, "f-2", "a different item")
     assert after > before
+
+
+def test_a_replicated_ttl_deletion_applies_only_where_the_item_has_expired(regions):
+    a, b, clock_a, clock_b = regions
+    for engine in (a, b):
+        engine.handle("UpdateTimeToLive", {
+            "TableName": TABLE, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "expires"}})
+    past = str(int(clock_a.wall_time()) - 10)
+    for k in ("ttl-still-expired", "ttl-extended"):
+        a.handle("PutItem", {"TableName": TABLE, "Item": {**key(k), "expires": {"N": past}}})
+    ship(a, b)
+    # b extends one item's expiry; the update has not reached a when a's sweeper deletes both.
+    future = str(int(clock_b.wall_time()) + 3600)
+    b.handle("UpdateItem", {"TableName": TABLE, "Key": key("ttl-extended"), "UpdateExpression": "SET expires = :f",
+                            "ExpressionAttributeValues": {":f": {"N": future}}})
+    clock_a.advance(1)
+    assert a.sweep_expired(100) == 2
+    ship(a, b)
+    assert get(b, "ttl-still-expired") is None
+    assert get(b, "ttl-extended")["expires"] == {"N": future}
+    ship(b, a)  # b re-wrote the item above a's TTL tombstone: a takes it back, and both regions agree
+    assert get(a, "ttl-extended") == get(b, "ttl-extended")
+    assert get(a, "ttl-extended")["expires"] == {"N": future}
+    assert get(a, "ttl-still-expired") is None

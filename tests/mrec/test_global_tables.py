@@ -52,16 +52,14 @@ def converged(cluster: Cluster, name: str) -> tuple[dict | None, str | None] | N
     return states[0] if all(state == states[0] for state in states) else None
 
 
-def wait_converged(cluster: Cluster, name: str, expected_version: str | None = None):
+def wait_converged(cluster: Cluster, name: str, expected_version: str):
+    """Wait until every region holds `expected_version` of the item; (item, version)."""
+
     def done():
         state = converged(cluster, name)
-        if state is None:
-            return None
-        if expected_version is not None and state[1] != expected_version and not (state[0] is None):
-            return None
-        return state or ("absent",)
+        return state if state is not None and state[1] == expected_version else None
 
-    return wait_until(done, CONVERGE_TIMEOUT_S, f"{name} to converge")
+    return wait_until(done, CONVERGE_TIMEOUT_S, f"{name} to converge on {expected_version}")
 
 
 def race(*calls):
@@ -114,8 +112,12 @@ def test_write_is_readable_elsewhere_after_at_least_the_link_latency(cluster: Cl
         early_item, _ = read(cluster, target, name)
         if time.monotonic() - started < latency:
             assert early_item is None, "visible in another region before the link latency"
-        item, seen_version = wait_until(lambda: (read(cluster, target, name)[0] and read(cluster, target, name)),
-                                        CONVERGE_TIMEOUT_S, f"{name} in {target}", interval=0.002)  # fmt: skip
+        item, seen_version = wait_until(
+            lambda target=target, name=name: (state := read(cluster, target, name))[0] and state,
+            CONVERGE_TIMEOUT_S,
+            f"{name} in {target}",
+            interval=0.002,
+        )
         lags[(source, target)] = elapsed = time.monotonic() - started
         assert elapsed >= latency  # the floor
         assert item["v"] == {"S": "hello"} and seen_version == version
@@ -126,8 +128,12 @@ def test_concurrent_writes_to_one_item_converge_on_the_greater_version(cluster: 
     for round_ in range(5):
         name = fresh("lww")
         results = race(
-            lambda: cluster.clients["us-east-1"].put_item(TableName=TABLE, Item={**key(name), "v": {"S": "us"}}),
-            lambda: cluster.clients["eu-west-1"].put_item(TableName=TABLE, Item={**key(name), "v": {"S": "eu"}}),
+            lambda name=name: cluster.clients["us-east-1"].put_item(
+                TableName=TABLE, Item={**key(name), "v": {"S": "us"}}
+            ),
+            lambda name=name: cluster.clients["eu-west-1"].put_item(
+                TableName=TABLE, Item={**key(name), "v": {"S": "eu"}}
+            ),
         )
         versions = {value: version_of(result) for value, result in zip(("us", "eu"), results, strict=True)}
         winner = max(versions, key=versions.get)
@@ -143,8 +149,8 @@ def test_delete_racing_an_update_converges_the_same_way_everywhere(cluster: Clus
         first = cluster.clients["us-east-1"].put_item(TableName=TABLE, Item={**key(name), "v": {"N": "0"}})
         wait_converged(cluster, name, version_of(first))
         deleted, updated = race(
-            lambda: cluster.clients["eu-west-1"].delete_item(TableName=TABLE, Key=key(name)),
-            lambda: cluster.clients["ap-southeast-1"].update_item(
+            lambda name=name: cluster.clients["eu-west-1"].delete_item(TableName=TABLE, Key=key(name)),
+            lambda name=name: cluster.clients["ap-southeast-1"].update_item(
                 TableName=TABLE, Key=key(name), UpdateExpression="SET v = :v",
                 ExpressionAttributeValues={":v": {"N": "1"}},
             ),
@@ -152,7 +158,7 @@ def test_delete_racing_an_update_converges_the_same_way_everywhere(cluster: Clus
         delete_version, update_version = version_of(deleted), version_of(updated)
         expect_deleted = delete_version > update_version
 
-        def settled():
+        def settled(name=name, expect_deleted=expect_deleted, update_version=update_version):
             states = [read(cluster, region, name) for region in cluster.regions]
             if expect_deleted:
                 return all(item is None for item, _ in states)
@@ -177,7 +183,9 @@ def test_put_if_absent_raced_in_two_regions_succeeds_in_both_and_converges(clust
     results = race(lambda: put_if_absent("us-east-1"), lambda: put_if_absent("ap-southeast-1"))
     for result in results:
         assert not isinstance(result, Exception), result  # conditions are regional: both succeed
-    versions = {region: version_of(result) for region, result in zip(("us-east-1", "ap-southeast-1"), results, strict=True)}
+    versions = {
+        region: version_of(result) for region, result in zip(("us-east-1", "ap-southeast-1"), results, strict=True)
+    }
     winner = max(versions, key=versions.get)
     item, version = wait_converged(cluster, name, versions[winner])
     assert version == versions[winner] and item["v"] == {"S": winner}
@@ -299,8 +307,12 @@ def test_region_killed_during_a_write_burst_comes_back_and_converges(cluster: Cl
     # Every acknowledged write is in every region with its version (distinct keys: nothing overwrites them).
     scans = {}
     for region in cluster.regions:
-        pages = cluster.clients[region].get_paginator("scan").paginate(
-            TableName=TABLE, FilterExpression="begins_with(id, :p)", ExpressionAttributeValues={":p": {"S": prefix}}
+        pages = (
+            cluster.clients[region]
+            .get_paginator("scan")
+            .paginate(
+                TableName=TABLE, FilterExpression="begins_with(id, :p)", ExpressionAttributeValues={":p": {"S": prefix}}
+            )
         )
         scans[region] = {item["id"]["S"]: item["v"]["S"] for page in pages for item in page["Items"]}
     for region, items in scans.items():
@@ -311,3 +323,18 @@ def test_region_killed_during_a_write_burst_comes_back_and_converges(cluster: Cl
     for name in list(acknowledged)[:: max(1, len(acknowledged) // 50)]:
         assert read(cluster, "ap-southeast-1", name)[1] == acknowledged[name][1]
     print(f"crash test: {len(acknowledged)} acknowledged writes, {len(uncertain)} uncertain, all converged")
+
+
+def test_a_second_up_on_the_same_data_dir_is_refused(cluster: Cluster):
+    import subprocess
+    import sys
+
+    from mrec_cluster import SRC, TOPOLOGY
+
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "globaltables.cli.main", "up", str(TOPOLOGY), "--data-dir", str(cluster.data_dir)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert result.returncode == 1
+    assert result.stdout == ""  # stdout carries only the JSON lines of a successful start
+    assert f"PID {cluster.process.pid}" in result.stderr
+    assert all(entry["running"] for entry in cluster.state()["regions"].values())  # nothing was disturbed

@@ -115,7 +115,7 @@ async def test_replies_flow_back_over_the_other_link(pair):
 
 
 async def test_request_without_secret_is_refused_and_delivers_nothing(pair):
-    a, b = pair
+    _a, b = pair
     url = b.endpoint + REPLICATION_PATH
     async with aiohttp.ClientSession() as session:
         for headers in ({}, {SECRET_HEADER: "wrong", REGION_HEADER: "us-east-1"}, {REGION_HEADER: "us-east-1"}):

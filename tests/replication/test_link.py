@@ -108,7 +108,7 @@ def test_a_link_resumes_from_its_durable_acked_position_when_recreated():
 def test_a_batch_larger_than_batch_bytes_is_split():
     port = port_with(0)
     for i in range(4):
-        port.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "blob": {"S": "x" * 400}})
+        port.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "blob": {"S": "x" * 380}})
     link = link_for(port, batch_bytes=1000)
     ships = link.poll(0.0, 4)
     assert [len(s.records) for s, _ in ships] == [2, 2]

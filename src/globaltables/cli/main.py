@@ -46,15 +46,33 @@ def port_number(text: str) -> int:
     return port
 
 
+class DefaultInt(int):
+    """A default that remembers it was not given, so `region --topology` can put the topology's value instead."""
+
+
+class DefaultStr(str):
+    __doc__ = DefaultInt.__doc__
+
+
+class DefaultFloat(float):
+    __doc__ = DefaultInt.__doc__
+
+
+def is_default(value: object) -> bool:
+    return isinstance(value, (DefaultInt, DefaultStr, DefaultFloat))
+
+
 def add_region_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", required=True, type=region_name, help="region name, e.g. us-east-1")
     parser.add_argument(
         "--port",
         type=port_number,
-        default=None,
+        default=DefaultInt(8000),
         help="TCP port (default 8000, or with --topology the topology's port or 0; 0 picks a free one)",
     )
-    parser.add_argument("--host", default=None, help="address to bind (default 127.0.0.1, or the topology's)")
+    parser.add_argument(
+        "--host", default=DefaultStr("127.0.0.1"), help="address to bind (default 127.0.0.1, or the topology's)"
+    )
     storage = parser.add_mutually_exclusive_group()
     storage.add_argument(
         "--data-dir",
@@ -79,7 +97,7 @@ def add_region_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ttl-sweep-interval",
         type=positive_seconds,
-        default=None,
+        default=DefaultFloat(30.0),
         metavar="SECONDS",
         help="how often expired items (TTL) are swept and old stream records trimmed "
         "(default 30, or with --topology the topology's ttl_sweep_interval_s)",
@@ -139,23 +157,24 @@ def run_region(args: argparse.Namespace) -> int:
         level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     replication = None
-    host, port, ttl_sweep = args.host or "127.0.0.1", 8000 if args.port is None else args.port, args.ttl_sweep_interval
+    host, port, ttl_sweep = str(args.host), int(args.port), float(args.ttl_sweep_interval)
     if args.topology is not None:
         try:
             topology_region, replication, ttl_default = topology_region_settings(args)
         except ValueError as error:  # TopologyError, SecretError, an unknown region or peer
             print(f"globaltables region: {error}", file=sys.stderr)
             return 2
-        host = args.host or topology_region.host
-        port = args.port if args.port is not None else topology_region.port or 0
-        ttl_sweep = ttl_sweep or ttl_default
+        # A topology's region binds where the topology says, or port 0, unless the command line says otherwise.
+        host = topology_region.host if is_default(args.host) else host
+        port = (topology_region.port or 0) if is_default(args.port) else port
+        ttl_sweep = ttl_default if is_default(args.ttl_sweep_interval) else ttl_sweep
     config = RegionConfig(
         name=args.name,
         host=host,
         port=port,
         data_dir=data_dir,
         ready_file=args.ready_file,
-        ttl_sweep_interval_s=ttl_sweep or 30.0,
+        ttl_sweep_interval_s=ttl_sweep,
         stream_retention_s=args.stream_retention,
         replication=replication,
     )
@@ -235,7 +254,9 @@ def run_down(args: argparse.Namespace) -> int:
 
 COMMANDS = [
     Command("region", "run one standalone region: a DynamoDB-compatible endpoint", add_region_arguments, run_region),
-    Command("up", "start every region of a topology and replicate between them (until Ctrl-C)", add_up_arguments, run_up),
+    Command(
+        "up", "start every region of a topology and replicate between them (until Ctrl-C)", add_up_arguments, run_up
+    ),
     Command("down", "stop the `globaltables up` running a topology", add_down_arguments, run_down),
     Command(
         "validate",

@@ -108,7 +108,7 @@ class ChangeLog:
             if old is None:
                 if new is None:
                     continue
-            elif new is not None and items_equal(old, new):
+            elif new is not None and not write.reassert and items_equal(old, new):
                 continue  # an unchanged item: no record
             if now is None:
                 now = self.engine.clock.wall_time()

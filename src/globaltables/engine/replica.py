@@ -48,6 +48,7 @@ class ReplicatedRecord:
     version: str
     image: dict | None
     commit_ms: int
+    service: bool = False  # a TTL deletion: applied only where the stored item has expired too
 
 
 def items_unchanged(old: dict | None, new: dict | None) -> bool:
@@ -84,7 +85,7 @@ class ReplicaPort:
                 _item, write.old_version, write.had_tombstone = store.get_record(write.table, write.pk, write.sk)
             old_version = write.old_version
             table = engine.tables[write.table]
-            if table.replicas and items_unchanged(write.old, write.item):
+            if table.replicas and not write.reassert and items_unchanged(write.old, write.item):
                 write.version = old_version
                 continue
             version = versions.stamp(old_version)
@@ -119,12 +120,12 @@ class ReplicaPort:
         tid = self.engine.store.table_id(table)
         records = []
         key_of = definition.key.key_of
-        for seq, created, new, old, version in self.engine.change_log.store.local_lane_records(
+        for seq, created, new, old, version, service in self.engine.change_log.store.local_lane_records(
             tid, lane, after_pos, limit
         ):
             image = None if new is None else orjson.loads(new)
             key = key_of(image if image is not None else orjson.loads(old))
-            records.append(ReplicatedRecord(seq, key, version, image, int(created * 1000)))
+            records.append(ReplicatedRecord(seq, key, version, image, int(created * 1000), bool(service)))
         return records
 
     def log_end(self, table: str, lane: int) -> int:
@@ -174,6 +175,14 @@ class ReplicaPort:
             item, version = current
             if version is not None and record.version <= version:
                 continue  # an older version: it loses and leaves no trace
+            if record.service and item is not None and not self.engine.ttl.expired(definition, item):
+                # A TTL deletion of an item that, here, has since been given a later expiry (or none): it does not
+                # apply, and the item is written again above the deletion's version, so it replaces the tombstone
+                # in every region (the origin included) and all regions converge on the unexpired item.
+                writes.append(
+                    ItemWrite(table, pk, sk, item, item_size(item), item, old_version=record.version, reassert=True)
+                )
+                continue
             image = record.image
             writes.append(
                 ItemWrite(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from .storage.sqlite_store import ItemWrite
 
 if TYPE_CHECKING:
+    from .schema import TableDefinition
     from .engine import Engine
 
 SCAN_BUDGET = 1000  # items examined per sweep step: a few milliseconds
@@ -54,6 +55,15 @@ class TtlSweeper:
         self.pass_complete = True  # whether the last step finished a pass over every TTL table
         self._table: str | None = None  # the table the current pass is in (None: start a new pass)
         self._resume: tuple[int, bytes, bytes] | None = None  # the last item examined in that table
+
+    def expired(self, definition: TableDefinition, item: dict) -> bool:
+        """Whether the item has expired by this region's clock under the table's TTL setting. A replicated TTL
+        deletion applies only where this holds (issue: each replica sweeps; a later update that extended the
+        expiry must not be undone by a deletion made for the old one)."""
+        ttl = definition.ttl
+        if not ttl or ttl.get("TimeToLiveStatus") != "ENABLED":
+            return False
+        return expired(item.get(ttl["AttributeName"]), self.engine.clock.wall_time())
 
     def _ttl_tables(self) -> list[tuple[str, str]]:
         """(table name, TTL attribute name) of every table with TTL enabled, in name order."""

@@ -203,7 +203,9 @@ class HttpTransport:
         self._max_queue = max_queue
         self._handler: ReceiveHandler | None = None
         self._outbound = {
-            peer: _Outbound(peer, delays[peer], (endpoints or {}).get(peer)) for peer in sorted(delays) if peer != region
+            peer: _Outbound(peer, delays[peer], (endpoints or {}).get(peer))
+            for peer in sorted(delays)
+            if peer != region
         }
         self._sequence = itertools.count()
         self._session: aiohttp.ClientSession | None = None
@@ -414,6 +416,8 @@ class HttpTransport:
         return hmac.compare_digest(offered, self._secret)
 
     async def handle_inbound(self, request: web.Request) -> web.StreamResponse:
+        if self._closing:  # a peer reconnecting while we shut down would hold the server's shutdown up
+            return web.json_response({"error": f"{self.region} is shutting down"}, status=503)
         if not self.authenticated(request):
             self.rejected_requests += 1
             return web.json_response({"error": "replication requires the topology's shared secret"}, status=401)

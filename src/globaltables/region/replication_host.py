@@ -90,7 +90,7 @@ def largest_stored_version(engine: Engine) -> Version | None:
     db = engine.store.db
     found = None
     for table in ("items", "tombstones"):
-        row = db.execute(f"SELECT max(version) FROM {table}").fetchone()  # noqa: S608 (fixed table names)
+        row = db.execute(f"SELECT max(version) FROM {table}").fetchone()  # fixed table names, no input
         if row and row[0] is not None and (found is None or row[0] > found):
             found = row[0]
     return Version.parse(found) if found is not None else None
@@ -209,7 +209,9 @@ class ReplicationHost:
     def set_endpoints(self, endpoints: Mapping[str, str | None]) -> None:
         unknown = set(endpoints) - set(self.transport.peers) - {self.region}
         if unknown:
-            raise ValueError(f"unknown region(s) {', '.join(sorted(unknown))}; peers are {', '.join(self.transport.peers)}")
+            raise ValueError(
+                f"unknown region(s) {', '.join(sorted(unknown))}; peers are {', '.join(self.transport.peers)}"
+            )
         for peer, endpoint in endpoints.items():
             if peer != self.region:
                 self.transport.set_endpoint(peer, endpoint)

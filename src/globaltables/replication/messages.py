@@ -39,6 +39,7 @@ class Record:
     version: str  # "<hlc>/<origin>"
     image: dict[str, Any] | None  # the whole new item; None for a delete
     commit_ms: int  # origin's wall clock at commit (lag metrics only)
+    service: bool = False  # a deletion DynamoDB made itself (TTL): applies only where the item has expired too
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ def encode(message: Message) -> bytes:
                 message.epoch,
                 message.prev_pos,
                 message.stamp,
-                [[r.pos, r.key, r.version, r.image, r.commit_ms] for r in message.records],
+                [[r.pos, r.key, r.version, r.image, r.commit_ms, r.service] for r in message.records],
             ]
         )
     if type(message) is ShipAck:
@@ -121,9 +122,9 @@ def decode(data: bytes | str) -> Message:
         records = []
         last = prev
         for raw in raw_records:
-            if not isinstance(raw, list) or len(raw) != 5:
-                raise MessageError("a record must be an array [pos, key, version, image, commit_ms]")
-            pos, key, version, image, commit_ms = raw
+            if not isinstance(raw, list) or len(raw) != 6:
+                raise MessageError("a record must be an array [pos, key, version, image, commit_ms, service]")
+            pos, key, version, image, commit_ms, service = raw
             pos = _int(pos, "record pos")
             if pos <= last:
                 raise MessageError(f"record positions must increase after prev_pos: {pos} after {last}")
@@ -134,7 +135,9 @@ def decode(data: bytes | str) -> Message:
                 raise MessageError("record image must be an object or null")
             if type(commit_ms) is not int:
                 raise MessageError("record commit_ms must be an integer")
-            records.append(Record(pos, key, _str(version, "record version"), image, commit_ms))
+            if type(service) is not bool:
+                raise MessageError("record service must be a boolean")
+            records.append(Record(pos, key, _str(version, "record version"), image, commit_ms, service))
         return Ship(
             _str(table, "table"), _int(lane, "lane"), _int(epoch, "epoch"), prev, tuple(records),
             _str(stamp, "stamp", optional=True),

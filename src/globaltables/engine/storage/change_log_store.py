@@ -176,9 +176,10 @@ class ChangeLogStore:
     # ---------------------------------------------------------------------------------------------- replication
 
     def local_lane_records(self, tid: int, lane: int, after: int, limit: int) -> list[tuple]:
-        """(seq, created, new image blob, version) of this region's own records in a lane, after `after`."""
+        """(seq, created, new image, old image, version, service) of this region's own records in a lane, after
+        `after` (images as stored blobs)."""
         return self.db.execute(
-            "SELECT seq, created, new, old, version FROM change_log"
+            "SELECT seq, created, new, old, version, service FROM change_log"
             " WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ? ORDER BY seq LIMIT ?",
             (tid, lane, after, limit),
         ).fetchall()

@@ -118,6 +118,7 @@ class ItemWrite:
     tombstone: bool = False
     had_tombstone: bool = False
     deleted_at: float = 0.0  # wall time of a tombstoning delete (tombstones are purged after a retention)
+    reassert: bool = False  # an unchanged item written again to outrank a version elsewhere: stamped and logged
 
 
 @dataclass(frozen=True, slots=True)
