@@ -252,3 +252,16 @@ def test_a_replicated_ttl_deletion_applies_only_where_the_item_has_expired(regio
     assert get(a, "ttl-extended") == get(b, "ttl-extended")
     assert get(a, "ttl-extended")["expires"] == {"N": future}
     assert get(a, "ttl-still-expired") is None
+
+
+def test_tombstones_are_purged_after_their_retention(regions):
+    a, b, clock_a, _ = regions
+    put(a, "gone", "x")
+    a.handle("DeleteItem", {"TableName": TABLE, "Key": key("gone")})
+    assert a.store.get_record(TABLE, *a.tables[TABLE].key.encode(key("gone")))[1] is not None
+    clock_a.advance(a.tombstone_retention_s - 1)
+    a.trim_change_log()
+    assert a.store.get_record(TABLE, *a.tables[TABLE].key.encode(key("gone")))[2] is True  # still kept
+    clock_a.advance(2)
+    a.trim_change_log()
+    assert a.store.get_record(TABLE, *a.tables[TABLE].key.encode(key("gone"))) == (None, None, False)

@@ -51,12 +51,16 @@ class Engine:
         account: str = "000000000000",
         stream_retention_s: float = DEFAULT_RETENTION_S,
         versions: VersionSource | None = None,
+        tombstone_retention_s: float = DEFAULT_RETENTION_S,
     ) -> None:
         self.store = store
         # Item versions for global tables (replica.py, docs/replication.md): the region's hybrid logical clock, or
         # None for a standalone region, whose writes carry no version.
         self.versions = versions
         self.replica = ReplicaPort(self)
+        # How long a delete's tombstone outlives it (facts §10.5): a write older than the delete that arrives later
+        # than this could resurrect the item, so keep it well above the longest partition an experiment holds.
+        self.tombstone_retention_s = tombstone_retention_s
         # The version of the item the last data-plane operation wrote or read, for the x-globaltables-version
         # header; reset by every `handle`.
         self.response_version: str | None = None
@@ -151,8 +155,13 @@ class Engine:
         return self.ttl.sweep(limit)
 
     def trim_change_log(self, limit: int | None = None) -> int:
-        """One bounded step of stream retention (change_log.py): how many expired records it removed."""
-        return self.change_log.trim(limit)
+        """One bounded step of retention: change-log records past stream retention (change_log.py; a global
+        table's records stay until every peer acknowledged them) and tombstones older than `tombstone_retention_s`.
+        How many change-log records it removed."""
+        removed = self.change_log.trim(limit)
+        before = self.clock.wall_time() - self.tombstone_retention_s
+        self.store.purge_tombstones(before, limit or self.change_log.trim_chunk)
+        return removed
 
     # ------------------------------------------------------------------------------------------------- streams
 

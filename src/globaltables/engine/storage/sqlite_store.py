@@ -75,6 +75,7 @@ CREATE TABLE IF NOT EXISTS tombstones (
     deleted_at REAL NOT NULL,
     PRIMARY KEY (tid, h, pk, sk)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tombstones_by_age ON tombstones (deleted_at);
 CREATE TABLE IF NOT EXISTS replication_positions (
     kind TEXT NOT NULL,
     region TEXT NOT NULL,
@@ -169,6 +170,15 @@ class SqliteStore:
         self.db.backup(fresh.db)
         fresh._tids = {name: tid for name, tid in fresh.db.execute("SELECT name, tid FROM tables")}
         return fresh
+
+    def purge_tombstones(self, before: float, limit: int) -> int:
+        """Delete up to `limit` tombstones of deletes made before `before`; how many."""
+        cursor = self.db.execute(
+            "DELETE FROM tombstones WHERE (tid, h, pk, sk) IN"
+            " (SELECT tid, h, pk, sk FROM tombstones WHERE deleted_at < ? LIMIT ?)",
+            (before, limit),
+        )
+        return cursor.rowcount
 
     def highest_version(self) -> str | None:
         """The greatest item version this store holds, live or tombstoned (versions compare as text)."""
