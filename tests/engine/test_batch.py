@@ -6,12 +6,10 @@ Every refused request is also checked for having changed nothing.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
+from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
-from globaltables.engine.errors import DynamoError
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
 
@@ -56,16 +54,6 @@ def engine():
     create(engine, "Plain")
     create(engine, "Sorted", sort=True)
     return engine
-
-
-def call(engine, operation, request):
-    return copy.deepcopy(engine.handle(operation, copy.deepcopy(request)))
-
-
-def error_of(engine, operation, request) -> DynamoError:
-    with pytest.raises(DynamoError) as caught:
-        engine.handle(operation, copy.deepcopy(request))
-    return caught.value
 
 
 def everything(engine, table="Plain"):

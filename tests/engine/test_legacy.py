@@ -5,10 +5,9 @@ and that each behaves exactly like the expression it translates to.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
+from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
 from globaltables.engine.storage.sqlite_store import SqliteStore
@@ -33,16 +32,6 @@ def engine():
         "BillingMode": "PAY_PER_REQUEST",
     })  # fmt: skip
     return engine
-
-
-def call(engine, operation, request):
-    return copy.deepcopy(engine.handle(operation, copy.deepcopy(request)))
-
-
-def error_of(engine, operation, request) -> DynamoError:
-    with pytest.raises(DynamoError) as caught:
-        engine.handle(operation, copy.deepcopy(request))
-    return caught.value
 
 
 def message(engine, operation, request) -> str:

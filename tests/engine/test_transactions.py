@@ -10,8 +10,8 @@ import copy
 
 import pytest
 
+from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
-from globaltables.engine.errors import DynamoError
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
 
@@ -39,16 +39,6 @@ def engine(clock):
             {"TableName": name, "AttributeDefinitions": attrs, "KeySchema": keys, "BillingMode": "PAY_PER_REQUEST"},
         )
     return engine
-
-
-def call(engine, operation, request):
-    return copy.deepcopy(engine.handle(operation, copy.deepcopy(request)))
-
-
-def error_of(engine, operation, request) -> DynamoError:
-    with pytest.raises(DynamoError) as caught:
-        engine.handle(operation, copy.deepcopy(request))
-    return caught.value
 
 
 def key(i, table="Accounts"):

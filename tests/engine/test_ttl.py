@@ -4,12 +4,10 @@ the sweeper: what expires (Numbers in the past only), service deletions in the s
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
+from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
-from globaltables.engine.errors import DynamoError
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
 
@@ -46,16 +44,6 @@ def engine(clock):
         },
     )
     return engine
-
-
-def call(engine, operation, request):
-    return copy.deepcopy(engine.handle(operation, copy.deepcopy(request)))
-
-
-def error_of(engine, operation, request) -> DynamoError:
-    with pytest.raises(DynamoError) as caught:
-        engine.handle(operation, copy.deepcopy(request))
-    return caught.value
 
 
 def enable(engine, attribute="expires", table="Sessions"):

@@ -1,0 +1,20 @@
+"""Calling an engine directly in tests: requests and responses are deep-copied, so a test can never pass because the
+engine kept (or mutated) a reference to the caller's dicts."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from globaltables.engine.errors import DynamoError
+
+
+def call(engine, operation, request):
+    return copy.deepcopy(engine.handle(operation, copy.deepcopy(request)))
+
+
+def error_of(engine, operation, request) -> DynamoError:
+    with pytest.raises(DynamoError) as caught:
+        engine.handle(operation, copy.deepcopy(request))
+    return caught.value
