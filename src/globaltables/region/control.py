@@ -8,6 +8,12 @@
                            {"latency": {"eu-west-1": {"latency_ms": 200, "jitter_ms": 5} | null}}
                                                                   outbound delay override per peer (null: topology's)
                            {"clock_offset_ms": 500 | null}        the wall-clock offset under the HLC (null: topology's)
+                           {"links": {"eu-west-1": {"distribution": "pareto", "loss": 0.2, "loss_burst": 4,
+                                      "duplicate": 0.1, "reorder": 0.1, "reorder_ms": 50, "bandwidth_kbps": 100,
+                                      "stalled": true} | null}}    outbound link faults per peer (region.link_faults;
+                                                                  replaces that peer's; null: none)
+                           {"clock": {"drift_ppm": 200, "bump_ms": -300, "strobe": {"delta_ms": 200,
+                                      "period_ms": 100} | null}}  clock faults under the HLC (region.skewed_clock)
     POST /control/peers    {"endpoints": {"eu-west-1": "http://127.0.0.1:8001"}}   where peers listen
 
 Rules: a request without the secret (header `x-globaltables-secret`) is refused with 401 and changes nothing; a
@@ -25,9 +31,11 @@ import orjson
 from aiohttp import web
 
 from .http_transport import LinkDelay
+from .link_faults import LinkFault
 from .replication_host import ReplicationHost
 
-FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms")
+FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock")
+CLOCK_KEYS = ("drift_ppm", "bump_ms", "strobe")
 
 
 class BadRequest(ValueError):
@@ -111,6 +119,33 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         offset = None
         if body.get("clock_offset_ms") is not None:
             offset = _number(body["clock_offset_ms"], "clock_offset_ms", minimum=None)
+        link_faults: dict[str, LinkFault | None] = {}
+        if "links" in body:
+            if not isinstance(body["links"], dict):
+                raise BadRequest("links: expected a mapping of region name to link fault fields or null")
+            for name, setting in body["links"].items():
+                peer(name, "links")
+                if setting is not None and not isinstance(setting, dict):
+                    raise BadRequest(f"links.{name}: expected an object of link fault fields or null")
+                try:
+                    link_faults[name] = None if setting is None else LinkFault.from_dict(setting, f"links.{name}")
+                except ValueError as error:
+                    raise BadRequest(str(error)) from None
+        clock = body.get("clock", {})
+        if not isinstance(clock, dict) or set(clock) - set(CLOCK_KEYS):
+            raise BadRequest(f"clock: expected an object with some of {', '.join(CLOCK_KEYS)}")
+        drift = _number(clock["drift_ppm"], "clock.drift_ppm", minimum=None) if "drift_ppm" in clock else None
+        bump = _number(clock["bump_ms"], "clock.bump_ms", minimum=None) if "bump_ms" in clock else None
+        strobe = clock.get("strobe")
+        if strobe is not None:
+            if not isinstance(strobe, dict) or set(strobe) != {"delta_ms", "period_ms"}:
+                raise BadRequest("clock.strobe: expected {delta_ms, period_ms} or null")
+            strobe = (
+                _number(strobe["delta_ms"], "clock.strobe.delta_ms", minimum=None),
+                _number(strobe["period_ms"], "clock.strobe.period_ms"),
+            )
+            if strobe[1] <= 0:
+                raise BadRequest("clock.strobe.period_ms: must be positive")
         if heal:
             host.heal()
         if grudges is not None:
@@ -119,6 +154,17 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             transport.set_delay(name, delay)
         if "clock_offset_ms" in body:
             host.set_clock_offset_ms(offset)
+        for name, link_fault in link_faults.items():
+            transport.set_link_fault(name, link_fault)
+        if drift is not None:
+            host.clock.set_drift(drift)
+        if bump is not None:
+            host.clock.bump(bump / 1000.0)
+        if "strobe" in clock:
+            if strobe is None:
+                host.clock.strobe_delta_s = 0.0
+            else:
+                host.clock.strobe(strobe[0] / 1000.0, strobe[1] / 1000.0)
         return _json(host.status())
 
     async def set_peers(request: web.Request) -> web.Response:

@@ -26,7 +26,9 @@ Rules
    inbound envelope whose `src` is not the authenticated region is dropped (and counted).
 3. Faults act here. Partitions are grudges held by the receiver (Jepsen): envelopes from a refused sender are
    dropped on arrival, so messages already in flight when the partition starts are cut too. Latency overrides
-   replace the topology's delay of an outbound link until `heal`.
+   replace the topology's delay of an outbound link until `heal`. Link faults (region.link_faults: delay
+   distribution, loss, bursts, duplication, reordering, bandwidth, stall) act in `send` on every envelope, acks
+   included, so a fault on the link d -> s also delays or loses s's acknowledgements.
 
 Wire format of one envelope (one binary WebSocket message): a kind byte, the 4-byte big-endian length of the JSON
 header `[src, dest, kind, msg_id, in_reply_to, lane]`, the header, then the body: raw bytes (`B`), JSON (`J`) or
@@ -52,6 +54,7 @@ import orjson
 from aiohttp import web
 
 from ..runtime.transport import Envelope, ReceiveHandler
+from .link_faults import NO_FAULT, LinkFault, LinkFaultState
 
 log = logging.getLogger("globaltables.replication.transport")
 
@@ -138,6 +141,7 @@ class _Outbound:
         "dest",
         "dropped",
         "endpoint",
+        "faults",
         "heap",
         "lane_due",
         "last_error",
@@ -147,8 +151,9 @@ class _Outbound:
         "ws",
     )
 
-    def __init__(self, dest: str, delay: LinkDelay, endpoint: str | None) -> None:
+    def __init__(self, dest: str, delay: LinkDelay, endpoint: str | None, rng: random.Random) -> None:
         self.dest = dest
+        self.faults = LinkFaultState(rng)
         self.baseline = delay  # the topology's delay; `delay` may be overridden by a fault until heal
         self.delay = delay
         self.endpoint = endpoint
@@ -175,6 +180,10 @@ class _Outbound:
             "latency_ms": self.delay.latency_ms,
             "jitter_ms": self.delay.jitter_ms,
             "latency_overridden": self.delay != self.baseline,
+            "fault": None if self.faults.fault == NO_FAULT else self.faults.fault.as_dict(),
+            "lost_by_fault": self.faults.lost,
+            "duplicated_by_fault": self.faults.duplicated,
+            "reordered_by_fault": self.faults.reordered,
             "last_error": self.last_error,
         }
 
@@ -203,7 +212,7 @@ class HttpTransport:
         self._max_queue = max_queue
         self._handler: ReceiveHandler | None = None
         self._outbound = {
-            peer: _Outbound(peer, delays[peer], (endpoints or {}).get(peer))
+            peer: _Outbound(peer, delays[peer], (endpoints or {}).get(peer), self._rng)
             for peer in sorted(delays)
             if peer != region
         }
@@ -242,14 +251,36 @@ class HttpTransport:
             out.dropped += 1
             return
         delay = out.delay
-        due = self._monotonic() + delay.latency_ms / 1000.0
-        if delay.jitter_ms:
-            due += self._rng.uniform(0.0, delay.jitter_ms) / 1000.0
+        faults = out.faults
+        now = self._monotonic()
+        due = now + delay.latency_ms / 1000.0
+        if faults.fault is NO_FAULT:
+            if delay.jitter_ms:
+                due += self._rng.uniform(0.0, delay.jitter_ms) / 1000.0
+        else:
+            if faults.lose():
+                faults.lost += 1
+                return
+            due += faults.extra_s(delay.jitter_ms)
+            if faults.fault.bandwidth_kbps:
+                due += faults.transmission_s(now, len(encode_envelope(envelope)))
+            fault = faults.fault
+            if fault.duplicate and self._rng.random() < fault.duplicate:
+                faults.duplicated += 1  # a second copy, with its own delay, outside the lane order
+                copy_due = now + delay.latency_ms / 1000.0 + faults.extra_s(delay.jitter_ms)
+                self._push(out, copy_due, envelope)
+            if fault.reorder and self._rng.random() < fault.reorder:
+                faults.reordered += 1  # held back outside the lane order: later messages overtake it
+                self._push(out, due + fault.reorder_ms / 1000.0, envelope)
+                return
         lane = envelope.lane
         previous = out.lane_due.get(lane)
         if previous is not None and previous > due:
             due = previous  # jitter never reorders a lane
         out.lane_due[lane] = due
+        self._push(out, due, envelope)
+
+    def _push(self, out: _Outbound, due: float, envelope: Envelope) -> None:
         heap = out.heap
         heapq.heappush(heap, (due, next(self._sequence), envelope))
         if heap[0][2] is envelope:  # the new earliest deadline: the writer must re-arm its timer
@@ -310,10 +341,18 @@ class HttpTransport:
         out = self._outbound[peer]
         out.delay = out.baseline if delay is None else delay
 
+    def set_link_fault(self, peer: str, fault: LinkFault | None) -> None:
+        """Faults on the link to `peer` (None: none); ending a stall wakes the writer to drain the backlog."""
+        out = self._outbound[peer]
+        out.faults.set(fault or NO_FAULT)
+        out.wake.set()
+
     def heal(self) -> None:
         self.grudges = frozenset()
         for out in self._outbound.values():
             out.delay = out.baseline
+            out.faults.set(NO_FAULT)
+            out.wake.set()
 
     # ---------------------------------------------------------------------------------------------- status
 
@@ -357,9 +396,10 @@ class HttpTransport:
                 asyncio.create_task(self._watch(out, ws), name=f"replication-watch-{out.dest}")
             heap = out.heap
             now = self._monotonic()
-            if not heap or heap[0][0] > now:
+            stalled = out.faults.fault.stalled  # a stalled stream writes nothing; its backlog drains on resume
+            if stalled or not heap or heap[0][0] > now:
                 out.wake.clear()
-                timeout = None if not heap else heap[0][0] - now
+                timeout = None if stalled or not heap else heap[0][0] - now
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(timeout):
                         await out.wake.wait()

@@ -44,7 +44,7 @@ from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock, Version
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
-from ..runtime.clock import SystemClock
+from .skewed_clock import SkewedClock
 from ..runtime.transport import Envelope
 from .http_transport import HttpTransport, LinkDelay
 
@@ -78,9 +78,9 @@ class ReplicationSettings:
     config: ReplicationConfig = field(default_factory=ReplicationConfig)
 
 
-def make_clocks(settings: ReplicationSettings) -> tuple[SystemClock, HybridLogicalClock]:
-    """The region's (possibly skewed) system clock and the HLC over it."""
-    clock = SystemClock(offset_s=settings.clock_offset_ms / 1000.0)
+def make_clocks(settings: ReplicationSettings) -> tuple[SkewedClock, HybridLogicalClock]:
+    """The region's (possibly skewed) system clock and the HLC over it; clock faults act on the former."""
+    clock = SkewedClock(offset_s=settings.clock_offset_ms / 1000.0)
     hlc = HybridLogicalClock(clock, int(settings.max_clock_offset_ms), mode=settings.conflict_clock)  # type: ignore[arg-type]
     return clock, hlc
 
@@ -98,7 +98,7 @@ def largest_stored_version(engine: Engine) -> Version | None:
 
 class ReplicationHost:
     def __init__(
-        self, engine: Engine, settings: ReplicationSettings, clock: SystemClock, hlc: HybridLogicalClock
+        self, engine: Engine, settings: ReplicationSettings, clock: SkewedClock, hlc: HybridLogicalClock
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -249,11 +249,11 @@ class ReplicationHost:
 
     def set_clock_offset_ms(self, offset_ms: float | None) -> None:
         """Skew the wall clock under the HLC (stamps and TTL); None restores the topology's offset."""
-        self.clock.offset_s = self.baseline_offset_s if offset_ms is None else offset_ms / 1000.0
+        self.clock.set_offset(self.baseline_offset_s if offset_ms is None else offset_ms / 1000.0)
 
     def heal(self) -> None:
         self.transport.heal()
-        self.set_clock_offset_ms(None)
+        self.clock.heal()  # baseline offset, no drift, no strobe
 
     # ----------------------------------------------------------------------------------------------- status
 
@@ -264,6 +264,7 @@ class ReplicationHost:
             "role": self.settings.role,
             "conflict_clock": statistics.mode,
             "clock_offset_ms": round(self.clock.offset_s * 1000.0, 3),
+            "clock": self.clock.status(),
             "hlc": {
                 "last": statistics.last.encode(),
                 "remote_ahead_count": statistics.remote_ahead_count,

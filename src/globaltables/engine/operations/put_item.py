@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ValidationException
 from ..validation import Field, Map
 from ..values import normalize_item
 from .read_modify_write import (
     LEGACY_WRITE_PARAMETERS,
     WriteRequest,
+    check_old_values_only,
     check_write_fields,
     execute,
     expression_context,
     parse_write_condition,
+    return_options,
 )
 
 FIELDS = {"Item": Map(Field(type="any"), required=True)}
@@ -30,9 +31,7 @@ class PutRequest(WriteRequest):
 def prepare(engine, request: dict) -> PutRequest:
     check_write_fields(request, FIELDS)
     table = engine.table(request["TableName"])
-    return_values = request.get("ReturnValues", "NONE")
-    if return_values not in ("NONE", "ALL_OLD"):
-        raise ValidationException("ReturnValues can only be ALL_OLD or NONE")
+    check_old_values_only(request)
     item = normalize_item(request["Item"])
     pk, sk = table.key.key_from_item(item)
     ctx = expression_context(request, "ConditionExpression", legacy=LEGACY_WRITE_PARAMETERS)
@@ -44,10 +43,7 @@ def prepare(engine, request: dict) -> PutRequest:
         sk=sk,
         key=table.key.key_of(item),
         condition=condition,
-        return_values=return_values,
-        return_on_ccf=request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
-        return_capacity=request.get("ReturnConsumedCapacity", "NONE"),
-        return_metrics=request.get("ReturnItemCollectionMetrics", "NONE"),
+        **return_options(request),
         item=item,
     )
 

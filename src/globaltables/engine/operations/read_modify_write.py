@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import capacity
-from ..errors import ConditionalCheckFailedException
+from ..errors import ConditionalCheckFailedException, ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
 from ..expressions.legacy import check_fields, expected_condition
@@ -82,6 +82,22 @@ class WriteRequest:
         if self.return_values == "ALL_OLD" and old is not None:
             out["Attributes"] = old
         return out
+
+
+def return_options(request: dict) -> dict:
+    """The Return* parameters every single-item write takes, as WriteRequest fields."""
+    return {
+        "return_values": request.get("ReturnValues", "NONE"),
+        "return_on_ccf": request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
+        "return_capacity": request.get("ReturnConsumedCapacity", "NONE"),
+        "return_metrics": request.get("ReturnItemCollectionMetrics", "NONE"),
+    }
+
+
+def check_old_values_only(request: dict) -> None:
+    """PutItem and DeleteItem can return only the old item."""
+    if request.get("ReturnValues", "NONE") not in ("NONE", "ALL_OLD"):
+        raise ValidationException("ReturnValues can only be ALL_OLD or NONE")
 
 
 def check_write_fields(

@@ -16,6 +16,7 @@ from .read_modify_write import (
     execute,
     expression_context,
     parse_write_condition,
+    return_options,
 )
 
 FIELDS = {"Key": Map(Field(type="any"), required=True), "UpdateExpression": Str()}
@@ -70,10 +71,7 @@ def prepare(engine, request: dict) -> UpdateRequest:
         sk=sk,
         key=key,
         condition=condition,
-        return_values=request.get("ReturnValues", "NONE"),
-        return_on_ccf=request.get("ReturnValuesOnConditionCheckFailure", "NONE"),
-        return_capacity=request.get("ReturnConsumedCapacity", "NONE"),
-        return_metrics=request.get("ReturnItemCollectionMetrics", "NONE"),
+        **return_options(request),
         size_error="Item size to update has exceeded the maximum allowed size",
         update=update,
         legacy_update=legacy_update,

@@ -1,0 +1,251 @@
+"""The `workload:` section of a topology file: what load `globaltables run` puts on every region, and the seeded
+generators that decide each operation.
+
+Schema (issue 9; every key but `table` has a default):
+
+    workload:
+      table: Orders                   # a table declared in `tables`
+      duration_s: 20                  # measured load, after the warm-up
+      warmup_s: 1                     # load before the measurement starts (in the history, not in latency stats)
+      rate_per_region: 200            # operations per second per region, open loop (intended start times fixed)
+      clients_per_region: 64          # most requests in flight per region; waiting for a slot counts as latency
+      keys: 1000                      # key space size
+      distribution: uniform           # uniform | zipf (with zipf_s) | hotkey (with hot_fraction)
+      zipf_s: 1.0                     # zipf: P(key rank r) ~ 1 / r^zipf_s
+      hot_fraction: 0.5               # hotkey: the share of operations on key 0; the rest are uniform
+      item_bytes: 200                 # padding per written item (bytes of the `pad` attribute)
+      mix: {put: 0.4, update: 0.1, get: 0.4, strong_get: 0.1}   # weights, normalised to 1
+      regions: [us-east-1, ...]       # regions that receive load (default: every replica)
+      timeout_s: 5                    # a request without an answer after this is an `info` (Timeout)
+      lag_probe_interval_s: 0.5       # replication-lag probe writes per region (0: no probe)
+      quiesce_timeout_s: 60           # bound on waiting for replication to drain after the load
+
+Mix operations: put (PutItem), update (UpdateItem SET), conditional_update (UpdateItem SET ... if the item exists),
+get (GetItem, eventually consistent), strong_get (GetItem, ConsistentRead), query (Query on the key's partition),
+delete (DeleteItem). Every write stores a unique `value` so the checkers can tell which write a replica holds.
+
+Validation follows topology.py's rules: every problem is collected and names the field (the topology reader puts
+the file in front), e.g. `workload.mix.scan: unknown operation; allowed: put, update, ...`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..runtime.rng import Rng
+
+OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete")
+WRITE_OPERATIONS = frozenset({"put", "update", "conditional_update", "delete"})
+DISTRIBUTIONS = ("uniform", "zipf", "hotkey")
+MAX_ITEM_BYTES = 300 * 1024  # under DynamoDB's 400 KB item limit, with room for the key and value
+WORKLOAD_KEYS = (
+    "table",
+    "duration_s",
+    "warmup_s",
+    "rate_per_region",
+    "clients_per_region",
+    "keys",
+    "distribution",
+    "zipf_s",
+    "hot_fraction",
+    "item_bytes",
+    "mix",
+    "regions",
+    "timeout_s",
+    "lag_probe_interval_s",
+    "quiesce_timeout_s",
+)
+
+
+@dataclass(frozen=True)
+class Workload:
+    table: str
+    duration_s: float = 20.0
+    warmup_s: float = 1.0
+    rate_per_region: float = 100.0
+    clients_per_region: int = 64
+    keys: int = 1000
+    distribution: str = "uniform"
+    zipf_s: float = 1.0
+    hot_fraction: float = 0.5
+    item_bytes: int = 200
+    mix: Mapping[str, float] = field(default_factory=lambda: {"put": 0.4, "update": 0.1, "get": 0.4, "strong_get": 0.1})
+    regions: tuple[str, ...] | None = None
+    timeout_s: float = 5.0
+    lag_probe_interval_s: float = 0.5
+    quiesce_timeout_s: float = 60.0
+
+    def with_overrides(self, **changes: Any) -> Workload:
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        """The operations this workload runs (positive weight), in OPERATIONS order."""
+        return tuple(name for name in OPERATIONS if self.mix.get(name, 0) > 0)
+
+
+DEFAULTS = Workload(table="")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def check_workload(
+    raw: Any, table_names: Sequence[str], region_names: Sequence[str], replica_names: Sequence[str] | None = None
+) -> list[tuple[str, str]]:
+    """Every problem of a `workload:` mapping as (field path, message); empty when it is valid."""
+    problems: list[tuple[str, str]] = []
+
+    def bad(path: str, message: str) -> None:
+        problems.append((f"workload.{path}" if path else "workload", message))
+
+    if not isinstance(raw, dict):
+        bad("", f"expected a mapping, got {_kind(raw)}")
+        return problems
+    for key in raw:
+        if key not in WORKLOAD_KEYS:
+            bad(str(key), f"unknown key; allowed keys are {', '.join(WORKLOAD_KEYS)}")
+    if "table" not in raw:
+        bad("table", "is required (the name of a table declared in tables)")
+    elif not isinstance(raw["table"], str) or not raw["table"]:
+        bad("table", f"expected a table name, got {_kind(raw['table'])}")
+    elif raw["table"] not in table_names:
+        declared = ", ".join(table_names) if table_names else "none"
+        bad("table", f"no table {raw['table']!r} in tables; declared tables: {declared}")
+
+    def number(key: str, *, integer: bool = False, minimum: float = 0, positive: bool = False, maximum=None) -> None:
+        if key not in raw:
+            return
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            bad(key, f"expected {'an integer' if integer else 'a number'}, got {_kind(value)}")
+            return
+        if integer and not isinstance(value, int):
+            bad(key, f"expected an integer, got {value}")
+        elif positive and value <= 0:
+            bad(key, f"must be greater than 0, got {value}")
+        elif value < minimum:
+            bad(key, f"must be at least {minimum}, got {value}")
+        elif maximum is not None and value > maximum:
+            bad(key, f"must be at most {maximum}, got {value}")
+
+    number("duration_s", positive=True)
+    number("warmup_s")
+    number("rate_per_region", positive=True)
+    number("clients_per_region", integer=True, positive=True)
+    number("keys", integer=True, positive=True)
+    number("zipf_s", positive=True)
+    number("hot_fraction", positive=True, maximum=1)
+    number("item_bytes", integer=True, maximum=MAX_ITEM_BYTES)
+    number("timeout_s", positive=True)
+    number("lag_probe_interval_s")
+    number("quiesce_timeout_s", positive=True)
+    distribution = raw.get("distribution", "uniform")
+    if not isinstance(distribution, str) or distribution not in DISTRIBUTIONS:
+        shown = repr(distribution) if isinstance(distribution, str) else _kind(distribution)
+        bad("distribution", f"{shown} is not allowed; use one of {', '.join(DISTRIBUTIONS)}")
+    else:
+        if "zipf_s" in raw and distribution != "zipf":
+            bad("zipf_s", "only applies to distribution: zipf")
+        if "hot_fraction" in raw and distribution != "hotkey":
+            bad("hot_fraction", "only applies to distribution: hotkey")
+    if "mix" in raw:
+        mix = raw["mix"]
+        if not isinstance(mix, dict) or not mix:
+            bad("mix", f"expected a mapping of operation to weight, got {_kind(mix) if mix != {} else 'an empty mapping'}")
+        else:
+            for name, weight in mix.items():
+                if name not in OPERATIONS:
+                    bad(f"mix.{name}", f"unknown operation; allowed: {', '.join(OPERATIONS)}")
+                elif isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+                    bad(f"mix.{name}", f"expected a weight (a number), got {_kind(weight)}")
+                elif weight < 0:
+                    bad(f"mix.{name}", f"must be at least 0, got {weight}")
+            weights = [w for w in mix.values() if isinstance(w, (int, float)) and not isinstance(w, bool)]
+            if weights and all(w >= 0 for w in weights) and sum(weights) <= 0:
+                bad("mix", "the weights add up to 0; give at least one operation a positive weight")
+    if "regions" in raw:
+        regions = raw["regions"]
+        allowed = list(replica_names if replica_names is not None else region_names)
+        if not isinstance(regions, list) or not regions:
+            bad("regions", f"expected a non-empty list of region names, got {_kind(regions)}")
+        else:
+            for index, name in enumerate(regions):
+                if name not in allowed:
+                    bad(f"regions[{index}]", f"{name!r} is not a replica of this topology; use {', '.join(allowed)}")
+    return problems
+
+
+def parse_workload(raw: Mapping[str, Any], replica_names: Sequence[str]) -> Workload:
+    """A validated mapping (check_workload found nothing) as a Workload; mix weights normalised to 1."""
+    values = dict(raw)
+    mix = {name: float(weight) for name, weight in values.pop("mix", DEFAULTS.mix).items()}
+    total = sum(mix.values())
+    mix = {name: weight / total for name, weight in mix.items() if weight > 0}
+    regions = tuple(values.pop("regions", replica_names))
+    numbers = {key: float(value) for key, value in values.items() if key not in ("table", "distribution")}
+    for key in ("clients_per_region", "keys", "item_bytes"):
+        if key in numbers:
+            numbers[key] = int(numbers[key])
+    return Workload(
+        table=values["table"],
+        distribution=values.get("distribution", "uniform"),
+        mix=mix,
+        regions=regions,
+        **numbers,
+    )
+
+
+# ------------------------------------------------------------------------------------------------- generators
+
+
+class KeyChooser:
+    """Draws key indexes 0..keys-1 by the workload's distribution from a seeded Rng (key 0 is the hottest)."""
+
+    def __init__(self, workload: Workload, rng: Rng) -> None:
+        self.rng = rng
+        self.keys = workload.keys
+        self.distribution = workload.distribution
+        self.hot_fraction = workload.hot_fraction
+        self._cdf: list[float] = []
+        if self.distribution == "zipf":
+            total = 0.0
+            for rank in range(1, self.keys + 1):
+                total += 1.0 / rank**workload.zipf_s
+                self._cdf.append(total)
+            self._cdf = [value / total for value in self._cdf]
+
+    def next(self) -> int:
+        if self.distribution == "zipf":
+            return min(bisect.bisect_left(self._cdf, self.rng.random()), self.keys - 1)
+        if self.distribution == "hotkey" and self.rng.random() < self.hot_fraction:
+            return 0
+        return self.rng.randrange(self.keys)
+
+
+class OperationChooser:
+    """Draws operation names by the mix weights from a seeded Rng."""
+
+    def __init__(self, workload: Workload, rng: Rng) -> None:
+        self.rng = rng
+        self.names = list(workload.mix)
+        cumulative, total = [], 0.0
+        for name in self.names:
+            total += workload.mix[name]
+            cumulative.append(total)
+        self.cumulative = [value / total for value in cumulative]
+
+    def next(self) -> str:
+        index = bisect.bisect_left(self.cumulative, self.rng.random())
+        return self.names[min(index, len(self.names) - 1)]
