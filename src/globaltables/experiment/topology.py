@@ -20,7 +20,7 @@ Schema (issue 5; MRSC rules from issue 7 and dynamodb-facts §3):
     ttl_sweep_interval_s: 1.0
     max_clock_offset_ms: 500
     secret_file: path                  # relative to the topology file; absent: `up` generates a secret
-    workload: {...}                    # opaque for now; a later issue defines it
+    workload: {...}                    # the load `globaltables run` applies; schema in workload.py
 
 Tables: a table with neither `BillingMode` nor `ProvisionedThroughput` gets `BillingMode: PAY_PER_REQUEST`, so the
 issue's minimal definitions are valid CreateTable requests (CreateTable's own default, PROVISIONED, would demand
@@ -414,6 +414,13 @@ class _Reader:
         if workload is not None and not isinstance(workload, dict):
             self.error("workload", f"expected a mapping, got {_type_name(workload)}")
             workload = None
+        elif workload is not None:
+            from .workload import check_workload  # workload.py owns its schema (issue 9)
+
+            declared = [table.name for table in tables]
+            replicas = [region.name for region in regions if region.role == "replica"]
+            for path, message in check_workload(workload, declared, [region.name for region in regions], replicas):
+                self.error(path, message)
         if mode == "mrsc" and regions:
             self.mrsc_rules(regions)
         return Topology(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from .sqlite_store import HASH_SPACE, SqliteStore
+from .sqlite_store import HASH_SPACE, SqliteStore, add_sort_key_bounds
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_ids (
@@ -155,12 +155,7 @@ class IndexStore:
         """
         clauses = ["iid = ?", "h = ?", "pk = ?"]
         args: list = [iid, h, pk]
-        if lower is not None:
-            clauses.append("sk >= ?" if lower[1] else "sk > ?")
-            args.append(lower[0])
-        if upper is not None:
-            clauses.append("sk <= ?" if upper[1] else "sk < ?")
-            args.append(upper[0])
+        add_sort_key_bounds(clauses, args, lower, upper)
         if start_after is not None:
             clauses.append("(sk, bpk, bsk) > (?, ?, ?)" if forward else "(sk, bpk, bsk) < (?, ?, ?)")
             args.extend(start_after)

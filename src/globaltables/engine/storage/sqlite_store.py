@@ -88,6 +88,18 @@ CREATE TABLE IF NOT EXISTS replication_positions (
 
 
 @functools.lru_cache(maxsize=1 << 14)  # a write hashes its key twice (read, then write); blake2b costs more than a hit
+def add_sort_key_bounds(
+    clauses: list[str], args: list, lower: tuple[bytes, bool] | None, upper: tuple[bytes, bool] | None
+) -> None:
+    """Append SQL conditions (on column `sk`) for optional (bound, inclusive) sort-key limits."""
+    if lower is not None:
+        clauses.append("sk >= ?" if lower[1] else "sk > ?")
+        args.append(lower[0])
+    if upper is not None:
+        clauses.append("sk <= ?" if upper[1] else "sk < ?")
+        args.append(upper[0])
+
+
 def partition_hash(pk: bytes) -> int:
     """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
     return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
@@ -338,12 +350,7 @@ class SqliteStore:
         h = partition_hash(pk)
         clauses = ["tid = ?", "h = ?", "pk = ?"]
         args: list = [self._tids[table], h, pk]
-        if lower is not None:
-            clauses.append("sk >= ?" if lower[1] else "sk > ?")
-            args.append(lower[0])
-        if upper is not None:
-            clauses.append("sk <= ?" if upper[1] else "sk < ?")
-            args.append(upper[0])
+        add_sort_key_bounds(clauses, args, lower, upper)
         if start_after is not None:
             clauses.append("sk > ?" if forward else "sk < ?")
             args.append(start_after)
