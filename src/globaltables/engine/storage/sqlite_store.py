@@ -87,7 +87,6 @@ CREATE TABLE IF NOT EXISTS replication_positions (
 """
 
 
-@functools.lru_cache(maxsize=1 << 14)  # a write hashes its key twice (read, then write); blake2b costs more than a hit
 def add_sort_key_bounds(
     clauses: list[str], args: list, lower: tuple[bytes, bool] | None, upper: tuple[bytes, bool] | None
 ) -> None:
@@ -100,6 +99,7 @@ def add_sort_key_bounds(
         args.append(upper[0])
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a write hashes its key twice (read, then write); blake2b costs more than a hit
 def partition_hash(pk: bytes) -> int:
     """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
     return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
