@@ -890,14 +890,16 @@ def test_update_stream(engine, clock):
     assert call(engine, "DescribeTable", {"TableName": "Orders"})["Table"]["LatestStreamArn"] != first_arn
 
 
-def test_update_refuses_replica_changes_for_now(engine):
+def test_update_refuses_a_replica_outside_the_topology(engine):
+    # A standalone region has no other regions: any new replica is refused (tests/engine/test_replica_membership.py
+    # covers regions of a topology).
     call(engine, "CreateTable", table_request(BillingMode="PAY_PER_REQUEST", ProvisionedThroughput=None))
     refused(
         engine,
         "UpdateTable",
         {"TableName": "Orders", "ReplicaUpdates": [{"Create": {"RegionName": "us-west-2"}}]},
         "ValidationException",
-        contains="ReplicaUpdates",
+        contains="Region us-west-2 is not a region",
     )
 
 

@@ -91,14 +91,15 @@ conflict_clock: wall
 max_clock_offset_ms: 250
 ttl_sweep_interval_s: 0.5
 secret_file: secrets/shared
-workload: {anything: [goes, here]}
-""",
+"""
+        + ORDERS
+        + "workload: {table: Orders, keys: 10}\n",
         FILE,
     )
     assert topology.conflict_clock == "wall" and topology.max_clock_offset_ms == 250
     assert topology.ttl_sweep_interval_s == 0.5
     assert topology.secret_file == Path("topologies/secrets/shared")  # relative to the topology file
-    assert topology.workload == {"anything": ["goes", "here"]}
+    assert topology.workload == {"table": "Orders", "keys": 10}  # its schema: experiment/workload.py
     assert topology.latency_matrix()["us-east-1"]["eu-west-1"] == 0  # no links section: no delay
     region = topology.region("eu-west-1")
     assert (region.host, region.port, region.role, region.clock_offset_ms) == ("127.0.0.1", None, "replica", 0)

@@ -49,13 +49,12 @@ def majorities_ring(regions: Sequence[str]) -> Grudge:
     With 3 regions every majority is everyone, so nothing is cut (as in Jepsen)."""
     ordered = sorted(regions)
     n = len(ordered)
-    reach = n // 2  # neighbours on each side: a majority is 2 * (n // 2) + 1 > n / 2 regions... capped below
-    visible_each_side = (n // 2 + 1) // 2 if n > 3 else 1
+    visible_each_side = (n // 2 + 1) // 2 if n > 3 else 1  # itself and this many neighbours each way
     grudge: Grudge = {}
     for index, region in enumerate(ordered):
         visible = {ordered[(index + step) % n] for step in range(-visible_each_side, visible_each_side + 1)}
         if len(visible) <= n // 2:  # always keep a strict majority
-            visible |= {ordered[(index + reach) % n]}
+            visible |= {ordered[(index + n // 2) % n]}
         refused = frozenset(ordered) - visible
         if refused:
             grudge[region] = refused

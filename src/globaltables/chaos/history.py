@@ -72,6 +72,12 @@ def completion_type_for_error(error_type: str) -> str:
     return FAIL if error_type in DEFINITE_ERRORS else INFO
 
 
+def completion_type_for_batch_error(error_type: str) -> str:
+    """A BatchWriteItem answered with ReplicatedWriteConflictException may have applied some of its requests
+    (issue 8): info for each of them; any other error as for a single request."""
+    return INFO if error_type == "ReplicatedWriteConflictException" else completion_type_for_error(error_type)
+
+
 def key_id(key: Any) -> str:
     """The canonical string for a key: a string is itself; anything else its JSON with sorted object keys.
 

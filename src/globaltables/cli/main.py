@@ -212,15 +212,27 @@ def topology_region_settings(args: argparse.Namespace):
 
 
 def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="topology files (topologies/*.yaml)")
+    parser.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE",
+        help="topology files (topologies/*.yaml, with their workload:) and chaos schedules (chaos/*.yaml)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--topology", type=Path, metavar="FILE", help="check chaos schedules against this topology's regions"
+    )
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from ..experiment.topology import validate_files
+    from ..experiment.validate import validate_files
 
-    valid = validate_files(args.files, lambda line: print(line, file=sys.stderr))
+    valid = validate_files(args.files, lambda line: print(line, file=sys.stderr), args.topology)
     if valid:
-        print(f"{len(args.files)} topology file{'s' if len(args.files) != 1 else ''} valid")
+        from ..experiment.validate import is_chaos_schedule
+
+        schedules = sum(1 for path in args.files if is_chaos_schedule(path))
+        topologies = len(args.files) - schedules
+        parts = [f"{topologies} topology file{'s' if topologies != 1 else ''}"] if topologies else []
+        parts += [f"{schedules} chaos schedule{'s' if schedules != 1 else ''}"] if schedules else []
+        print(f"{' and '.join(parts)} valid")
     return 0 if valid else 1
 
 
@@ -252,6 +264,93 @@ def run_down(args: argparse.Namespace) -> int:
     return down(args.topology, args.data_dir)
 
 
+# -------------------------------------------------------------------------------------------- chaos / check
+
+
+def add_chaos_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file of the running `up`")
+    parser.add_argument(
+        "verb", metavar="VERB",
+        help="partition A B | latency A B 200ms | loss A B 0.2 | skew A +500ms | crash A | restart A | pause A | "
+        "resume A | heal [all] | run SCHEDULE.yaml",
+    )  # fmt: skip
+    parser.add_argument("operands", nargs="*", metavar="ARG", help="regions and values (use -- before -500ms)")
+    parser.add_argument("--one-way", action="store_true", help="only the direction A -> B")
+    parser.add_argument("--seed", type=int, help="run: override the schedule's nemesis seed")
+    parser.add_argument("--data-dir", type=Path, metavar="DIR", help="state dir of the running `up`")
+
+
+def run_chaos(args: argparse.Namespace) -> int:
+    from ..experiment.chaos_commands import run_chaos as chaos
+
+    return chaos(args.topology, args.verb, args.operands, args.one_way, args.data_dir, args.seed)
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "topology", type=Path, nargs="?", metavar="TOPOLOGY", help="topology file of the running `up`"
+    )
+    parser.add_argument(
+        "--results", type=Path, metavar="DIR",
+        help="instead: rerun the checkers offline on a `globaltables run` results dir (history + final state)",
+    )  # fmt: skip
+    parser.add_argument("--data-dir", type=Path, metavar="DIR", help="state dir of the running `up`")
+    parser.add_argument("--timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
+                        help="how long to wait for replication to settle (default 60)")  # fmt: skip
+
+
+def run_check(args: argparse.Namespace) -> int:
+    if args.results is not None:
+        from ..experiment.runner import check_results_dir
+
+        return check_results_dir(args.results)
+    if args.topology is None:
+        print("globaltables check: give a TOPOLOGY (of a running `up`) or --results DIR", file=sys.stderr)
+        return 2
+    from ..experiment.chaos_commands import run_check as check
+
+    return check(args.topology, args.data_dir, args.timeout)
+
+
+# ----------------------------------------------------------------------------------------- run / compare / check
+
+
+def seed_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: expected an integer") from None
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file with a workload: section")
+    parser.add_argument("--chaos", type=Path, metavar="FILE", help="chaos schedule (chaos/*.yaml) run with the load")
+    parser.add_argument("--seed", type=seed_number, default=1, help="fixes the workload and the fault schedule (1)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="results dir (default results/<name>-<timestamp>)")
+    parser.add_argument(
+        "--duration", type=positive_seconds, metavar="SECONDS", help="override the workload's duration_s"
+    )
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from ..experiment.runner import run_command
+
+    return run_command(args.topology, args.chaos, args.seed, args.out, args.duration)
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_arguments(parser)
+    parser.add_argument(
+        "--modes", default="mrec,mrsc", metavar="M,M", help="comma-separated modes to run (default mrec,mrsc)"
+    )
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from ..experiment.compare import compare_command
+
+    return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration)
+
+
 COMMANDS = [
     Command("region", "run one standalone region: a DynamoDB-compatible endpoint", add_region_arguments, run_region),
     Command(
@@ -259,10 +358,34 @@ COMMANDS = [
     ),
     Command("down", "stop the `globaltables up` running a topology", add_down_arguments, run_down),
     Command(
+        "chaos",
+        "inject a fault into the regions `up` started (or run a chaos schedule)",
+        add_chaos_arguments,
+        run_chaos,
+    ),
+    Command(
+        "check",
+        "wait for replication to settle, then compare every replica's tables and GSIs",
+        add_check_arguments,
+        run_check,
+    ),
+    Command(
         "validate",
         "check topology files; print each error with its file and field",
         add_validate_arguments,
         run_validate,
+    ),
+    Command(
+        "run",
+        "run an experiment: regions, workload, checkers; writes results.json and report.md",
+        add_run_arguments,
+        run_run,
+    ),
+    Command(
+        "compare",
+        "run the same experiment under several modes (mrec, mrsc) and compare them side by side",
+        add_compare_arguments,
+        run_compare,
     ),
 ]
 

@@ -23,6 +23,7 @@ from .faults import Faults
 from .indexes import IndexManager
 from .schema import TableDefinition
 from .replica import ReplicaPort, VersionSource
+from .replica_membership import ReplicaMembership
 from .storage.sqlite_store import ItemWrite, SqliteStore, TokenRecord
 from .ttl import TtlSweeper
 
@@ -58,6 +59,7 @@ class Engine:
         # None for a standalone region, whose writes carry no version.
         self.versions = versions
         self.replica = ReplicaPort(self)
+        self.membership = ReplicaMembership(self)  # replicas added and removed (replica_membership.py)
         # How long a delete's tombstone outlives it (facts §10.5): a write older than the delete that arrives later
         # than this could resurrect the item, so keep it well above the longest partition an experiment holds.
         self.tombstone_retention_s = tombstone_retention_s
@@ -116,8 +118,9 @@ class Engine:
     def table(self, name: Any, *, describe: bool = False) -> TableDefinition:
         """The named table, or DynamoDB's ResourceNotFoundException (item operations use the terse message)."""
         definition = self.tables.get(name) if isinstance(name, str) else None
-        if definition is None:
-            if describe:
+        if definition is None or (definition.status == "CREATING" and not describe):
+            # A replica still loading its snapshot (replica_membership.py) serves no reads or writes yet.
+            if describe and definition is None:
                 raise ResourceNotFoundException(f"Requested resource not found: Table: {name} not found")
             raise ResourceNotFoundException("Requested resource not found")
         return definition

@@ -106,7 +106,11 @@ class ReplicaPort:
         return sorted(name for name, table in self.engine.tables.items() if table.replicas)
 
     def peers(self, table: str) -> list[str]:
-        return [region for region in self.engine.tables[table].replicas if region != self.engine.region]
+        """The other ACTIVE replicas: a replica still CREATING (loading its snapshot) or DELETING is not shipped to,
+        nor heard from (engine/replica_membership.py)."""
+        definition = self.engine.tables[table]
+        status = definition.replica_status
+        return [region for region in definition.replicas if region != self.engine.region and region not in status]
 
     def lanes(self, table: str) -> int:
         return self.engine.tables[table].replication_lanes
@@ -127,6 +131,15 @@ class ReplicaPort:
             key = key_of(image if image is not None else orjson.loads(old))
             records.append(ReplicatedRecord(seq, key, version, image, int(created * 1000), bool(service)))
         return records
+
+    def pending_count(self, table: str, lane: int, after_pos: int) -> int:
+        """How many of this region's records in a lane lie after `after_pos` (a peer's acknowledged position)."""
+        tid = self.engine.store.table_id(table)
+        (count,) = self.engine.store.db.execute(
+            "SELECT count(*) FROM change_log WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ?",
+            (tid, lane, after_pos),
+        ).fetchone()
+        return count
 
     def log_end(self, table: str, lane: int) -> int:
         return self.engine.change_log.lane_end(self.engine.store.table_id(table), lane)

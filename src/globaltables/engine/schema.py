@@ -172,6 +172,9 @@ class TableDefinition:
     # table), and the number of ordered replication lanes per link.
     replicas: list[str] = field(default_factory=list)
     replication_lanes: int = 4
+    # Replicas not ACTIVE (yet, or any more): region -> CREATING | DELETING | CREATION_FAILED, plus a reason under
+    # "<region>:reason" for CREATION_FAILED (engine/replica_membership.py). Links run only to ACTIVE replicas.
+    replica_status: dict[str, str] = field(default_factory=dict)
 
     def index(self, name: str) -> IndexDefinition | None:
         for index in (*self.gsis, *self.lsis):

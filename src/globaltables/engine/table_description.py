@@ -72,7 +72,7 @@ def describe_table(
         "AttributeDefinitions": [dict(d) for d in table.attribute_definitions],
         "TableName": table.name,
         "KeySchema": table.key.to_wire(),
-        "TableStatus": table_status or table.status,
+        "TableStatus": table_status or ("UPDATING" if _replica_changing(table) else table.status),
         "CreationDateTime": epoch(table.creation_time),
         "ProvisionedThroughput": throughput(table.provisioned, now),
         "TableSizeBytes": size,
@@ -103,7 +103,7 @@ def describe_table(
     if table.replicas:
         # A global table (2019.11.21): every region of the replication group, this one included.
         out["GlobalTableVersion"] = "2019.11.21"
-        out["Replicas"] = [{"RegionName": region, "ReplicaStatus": "ACTIVE"} for region in table.replicas]
+        out["Replicas"] = [replica_description(table, region) for region in table.replicas]
     if table.sse is not None:
         out["SSEDescription"] = dict(table.sse)
     if table.table_class != "STANDARD" or table.table_class_updated is not None:
@@ -116,6 +116,20 @@ def describe_table(
         out["OnDemandThroughput"] = _on_demand(table.on_demand)
     if table.warm_throughput is not None:
         out["WarmThroughput"] = {**table.warm_throughput, "Status": "ACTIVE"}
+    return out
+
+
+def _replica_changing(table: TableDefinition) -> bool:
+    return any(status in ("CREATING", "DELETING") for status in table.replica_status.values())
+
+
+def replica_description(table: TableDefinition, region: str) -> dict:
+    """One `ReplicaDescription`: its status (engine/replica_membership.py) and, for a failed creation, why."""
+    status = table.replica_status.get(region, "ACTIVE")
+    out = {"RegionName": region, "ReplicaStatus": status}
+    reason = table.replica_status.get(f"{region}:reason")
+    if reason:
+        out["ReplicaStatusDescription"] = reason
     return out
 
 

@@ -299,6 +299,10 @@ class Supervisor:
                 self.write_state(stopped=True)
             os.close(lock)
 
+    def request_stop(self) -> None:
+        """Stop every region and end `run()`, as SIGTERM does (for callers running the supervisor in-process)."""
+        self._stop.set()
+
     def emit(self, line: dict[str, Any]) -> None:
         self.out.write(json.dumps(line) + "\n")
         self.out.flush()

@@ -154,7 +154,7 @@ class Topology:
     ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S
     max_clock_offset_ms: float = DEFAULT_MAX_CLOCK_OFFSET_MS
     secret_file: Path | None = None  # resolved against the topology file's folder
-    workload: Mapping[str, Any] | None = None  # opaque until the workload issue defines it
+    workload: Mapping[str, Any] | None = None  # validated by experiment/workload.py; parse_workload() reads it
     source: Path | None = None  # the file it came from
     warnings: tuple[str, ...] = field(default=(), compare=False)
 

@@ -96,9 +96,14 @@ DEFAULTS = Workload(table="")
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a mapping",
+    }.get(type(value), type(value).__name__)
 
 
 def check_workload(
@@ -163,7 +168,10 @@ def check_workload(
     if "mix" in raw:
         mix = raw["mix"]
         if not isinstance(mix, dict) or not mix:
-            bad("mix", f"expected a mapping of operation to weight, got {_kind(mix) if mix != {} else 'an empty mapping'}")
+            bad(
+                "mix",
+                f"expected a mapping of operation to weight, got {_kind(mix) if mix != {} else 'an empty mapping'}",
+            )
         else:
             for name, weight in mix.items():
                 if name not in OPERATIONS:

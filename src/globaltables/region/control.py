@@ -1,7 +1,12 @@
 """A region's control API, on the region's own port, protected by the topology's shared secret.
 
     GET  /control/status   replication status: links (acked / sent / log_end / pending per peer, table and lane),
-                           applied positions, HLC statistics, transport counters, grudges, clock offset
+                           applied positions, HLC statistics, transport counters, grudges, clock offset,
+                           replication_lag (per inbound link: count, p50/p99/max ms, 2 % buckets), membership
+    POST /control/replicas one step of a replica added or removed, asked by the driving region
+                           (region/replica_coordinator.py)
+    GET  /metrics          Prometheus text: ReplicationLatency, PendingReplicationCount (replication_metrics.py);
+                           the only endpoint here without the secret (read-only)
     POST /control/faults   {"heal": true}                         every fault off: no grudges, topology latency,
                                                                   topology clock offset (applied first if given)
                            {"grudges": ["eu-west-1", ...]}        the senders this region refuses to hear (replaces)
@@ -179,7 +184,15 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         host.set_endpoints(endpoints)
         return _json({"ok": True})
 
+    async def metrics(_request: web.Request) -> web.Response:
+        # Read-only and bound to 127.0.0.1 like every endpoint; no secret, so a stock Prometheus can scrape it.
+        return web.Response(
+            body=host.prometheus().encode(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+        )
+
     return [
+        web.get("/metrics", metrics),
+        host.coordinator.route(transport.authenticated),
         web.get("/control/status", guarded(status)),
         web.post("/control/faults", guarded(faults)),
         web.post("/control/peers", guarded(set_peers)),

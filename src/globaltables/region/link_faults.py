@@ -60,7 +60,7 @@ class LinkFault:
         if not (isinstance(self.pareto_alpha, (int, float)) and self.pareto_alpha > 0):
             raise ValueError(f"pareto_alpha: must be > 0, got {self.pareto_alpha!r}")
         if not isinstance(self.stalled, bool):
-            raise ValueError(f"stalled: expected true or false, got {self.stalled!r}")
+            raise ValueError(f"stalled: expected true or false, got {self.stalled!r}")  # noqa: TRY004
 
     @classmethod
     def from_dict(cls, fields: dict[str, Any], what: str = "link") -> LinkFault:
@@ -82,7 +82,7 @@ NO_FAULT = LinkFault()
 class LinkFaultState:
     """A link's fault settings plus what they remember between messages (burst state, transmission queue)."""
 
-    __slots__ = ("bad", "busy_until", "fault", "lost", "duplicated", "reordered", "rng")
+    __slots__ = ("bad", "busy_until", "duplicated", "fault", "lost", "reordered", "rng")
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng

@@ -44,9 +44,11 @@ from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock, Version
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
-from .skewed_clock import SkewedClock
 from ..runtime.transport import Envelope
 from .http_transport import HttpTransport, LinkDelay
+from .replica_coordinator import ReplicaCoordinator
+from .replication_metrics import ReplicationMetrics, prometheus_text
+from .skewed_clock import SkewedClock
 
 log = logging.getLogger("globaltables.replication.host")
 
@@ -112,9 +114,19 @@ class ReplicationHost:
             {peer.name: LinkDelay(peer.latency_ms, peer.jitter_ms) for peer in settings.peers},
             {peer.name: peer.endpoint for peer in settings.peers},
         )
+        # Lag of the links into this region, on the unskewed wall clock (replication_metrics.py).
+        self.metrics = ReplicationMetrics(self.region, time.time)
         self.node = RegionNode(
-            self.region, [peer.name for peer in settings.peers], engine.replica, settings.config, hlc=hlc
+            self.region,
+            [peer.name for peer in settings.peers],
+            engine.replica,
+            settings.config,
+            hlc=hlc,
+            on_applied=self.metrics.on_applied,
         )
+        # Replicas added and removed through UpdateTable (replica_coordinator.py): any region of the topology.
+        engine.membership.configure([peer.name for peer in settings.peers], settings.config.lanes)
+        self.coordinator = ReplicaCoordinator(engine, self.node, settings.secret, self.transport.endpoint, self.wake)
         self.transport.register(self.region, self._on_envelope)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -148,6 +160,7 @@ class ReplicationHost:
         await self.transport.start()
         app.on_shutdown.append(self._on_shutdown)
         self._tasks.append(asyncio.create_task(self._poller(), name="replication-poller"))
+        self._tasks.append(asyncio.create_task(self.coordinator.run(), name="replica-membership"))
         if self.settings.peers_file is not None:
             self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="replication-peers-file"))
         self._wake.set()  # a first poll ships whatever the log holds (e.g. unacknowledged records after a restart)
@@ -274,9 +287,35 @@ class ReplicationHost:
             "local_commits": self.local_commits,
             "poll_failures": self.poll_failures,
             "idle": self.node.idle(),
+            "replication_lag": self.inbound_lag().status(),
+            "membership": self.coordinator.status(),
             "transport": self.transport.status(),
             **{key: value for key, value in self.node.status().items() if key != "region"},
         }
+
+
+    # ---------------------------------------------------------------------------------------------- metrics
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def inbound_lag(self) -> ReplicationMetrics:
+        """The lag histograms, pruned to the links into this region now (every one shown, even before its first
+        record; those of a removed replica go)."""
+        port = self.engine.replica
+        current = {(peer, table) for table in port.global_tables() for peer in port.peers(table)}
+        for key in [key for key in self.metrics.lag if key not in current]:
+            del self.metrics.lag[key]
+        self.metrics.ensure(sorted(current))
+        return self.metrics
+
+    def prometheus(self) -> str:
+        """`/metrics`: ReplicationLatency of the links into this region, PendingReplicationCount of those out."""
+        pending: dict[tuple[str, str], int] = {}
+        for link in self.node.status()["links"]:
+            key = (link["table"], link["peer"])
+            pending[key] = pending.get(key, 0) + link["pending"]
+        return prometheus_text(self.inbound_lag(), pending)
 
 
 def versions_for(hlc: HybridLogicalClock, region: str) -> HlcVersionSource:

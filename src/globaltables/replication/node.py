@@ -27,7 +27,7 @@ from .hlc import HlcTimestamp, HybridLogicalClock
 from .link import ReplicationLink
 from .messages import SHIP, SHIP_ACK, MessageError, Ship, ShipAck, decode, encode
 from .port import ReplicaPortLike
-from .receiver import Receiver
+from .receiver import AppliedObserver, Receiver
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ class RegionNode:
         config: ReplicationConfig | None = None,
         *,
         hlc: HybridLogicalClock | None = None,
+        on_applied: AppliedObserver | None = None,
     ) -> None:
         if region in peers:
             raise ValueError(f"region {region!r} cannot be its own peer")
@@ -55,10 +56,12 @@ class RegionNode:
         self.port = port
         self.config = config or ReplicationConfig()
         self.hlc = hlc if hlc is not None else getattr(port, "hlc", None)
-        self.receiver = Receiver(port)
+        self.receiver = Receiver(port, on_applied)
         # (peer, table, lane) -> link; created in a deterministic order as tables appear.
         self.links: dict[tuple[str, str, int], ReplicationLink] = {}
         self._lanes: dict[str, list[list[ReplicationLink]]] = {}  # table -> lane -> links to every peer
+        # table -> the replicas its links were built for; a change (a replica added or removed) rebuilds them.
+        self._members: dict[str, list[str]] = {}
         self._flush_at: float | None = 0.0  # a first poll picks up whatever the log holds (e.g. after a restart)
         self._msg_id = 0
         self.dropped_messages = 0
@@ -74,8 +77,14 @@ class RegionNode:
         self._flush_at = None
         out: list[Envelope] = []
         port = self.port
-        for table in port.global_tables():
-            lanes = self._lanes.get(table) or self._add_table(table)
+        tables = port.global_tables()
+        if len(tables) != len(self._lanes):
+            for gone in set(self._lanes) - set(tables):  # no longer global here: its links go
+                self._drop_links(gone)
+        for table in tables:
+            lanes = self._lanes.get(table)
+            if lanes is None or self._members.get(table) != port.peers(table):
+                lanes = self._add_table(table)
             for lane, links in enumerate(lanes):
                 log_end = port.log_end(table, lane)
                 for link in links:
@@ -133,7 +142,12 @@ class RegionNode:
         links = []
         for (peer, table, lane), link in self.links.items():
             entry = link.status(port.log_end(table, lane))
-            entry["pending"] = len(port.local_records(table, lane, link.acked, PENDING_COUNT_CAP))
+            count = getattr(port, "pending_count", None)  # the engine port counts in SQL, without reading records
+            entry["pending"] = (
+                count(table, lane, link.acked)
+                if count is not None
+                else len(port.local_records(table, lane, link.acked, PENDING_COUNT_CAP))
+            )
             links.append(entry)
         applied = [
             {"origin": peer, "table": table, "lane": lane, "applied": port.applied_position(peer, table, lane)}
@@ -174,19 +188,39 @@ class RegionNode:
 
     # ----------------------------------------------------------------------------------------------- helpers
 
+    def reset_peer(self, table: str, peer: str) -> None:
+        """Forget the links of (table, peer): the next poll builds them again from the port's acknowledged
+        positions (a replica added with positions from a snapshot, or removed)."""
+        for key in [key for key in self.links if key[0] == peer and key[1] == table]:
+            del self.links[key]
+        self._members.pop(table, None)
+
+    def _drop_links(self, table: str) -> None:
+        for key in [key for key in self.links if key[1] == table]:
+            del self.links[key]
+        self._lanes.pop(table, None)
+        self._members.pop(table, None)
+
     def _add_table(self, table: str) -> list[list[ReplicationLink]]:
+        """The table's links to its current replicas, keeping those that exist (membership may have changed)."""
         lanes = []
         replicas = self.port.peers(table)
-        for lane in range(self.port.lanes(table)):
+        lane_count = self.port.lanes(table)
+        for key in [key for key in self.links if key[1] == table and (key[0] not in replicas or key[2] >= lane_count)]:
+            del self.links[key]
+        for lane in range(lane_count):
             links = []
             for peer in self.peers:
                 if peer not in replicas:
                     continue
-                link = ReplicationLink(peer, table, lane, self.port, self.config)
-                self.links[(peer, table, lane)] = link
+                link = self.links.get((peer, table, lane))
+                if link is None:
+                    link = ReplicationLink(peer, table, lane, self.port, self.config)
+                    self.links[(peer, table, lane)] = link
                 links.append(link)
             lanes.append(links)
         self._lanes[table] = lanes
+        self._members[table] = list(replicas)
         return lanes
 
     def _ship(self, link: ReplicationLink, batches: list[tuple[Ship, bytes]], out: list[Envelope]) -> None:

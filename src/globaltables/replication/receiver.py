@@ -11,15 +11,22 @@ its own and a crash loses nothing it acknowledged.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from .messages import Ship, ShipAck
-from .port import ReplicaPortLike
+from .port import ReplicaPortLike, ShippedRecord
+
+# (origin, table, records applied): the records carry the origin's commit time (commit_ms) for lag metrics.
+AppliedObserver = Callable[[str, str, Sequence[ShippedRecord]], None]
 
 
 class Receiver:
-    __slots__ = ("_port", "applied_records", "duplicates", "gaps", "won")
+    __slots__ = ("_port", "applied_records", "duplicates", "gaps", "on_applied", "won")
 
-    def __init__(self, port: ReplicaPortLike) -> None:
+    def __init__(self, port: ReplicaPortLike, on_applied: AppliedObserver | None = None) -> None:
         self._port = port
+        # Told of the records a Ship applied (after they committed): the host measures replication lag with them.
+        self.on_applied = on_applied
         self.applied_records = 0  # records merged (whether they won or not)
         self.won = 0  # records that won LWW and changed the item
         self.duplicates = 0  # Ships that brought nothing new
@@ -38,5 +45,7 @@ class Receiver:
         before = applied
         applied, won = port.apply_replicated(origin, table, lane, ship.records)
         self.applied_records += sum(1 for record in ship.records if record.pos > before)
+        if self.on_applied is not None:
+            self.on_applied(origin, table, [record for record in ship.records if record.pos > before])
         self.won += len(won)
         return ShipAck(table, lane, ship.epoch, applied, False, stamp)

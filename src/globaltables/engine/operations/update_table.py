@@ -6,7 +6,7 @@ when every rule passed, so a refused request changes nothing. Changes take effec
 transitional state DynamoDB's does (UPDATING, an index CREATING or DELETING, the capacity still in force), while
 DescribeTable right after shows the settled table.
 
-Replica (global table) changes are refused for now: a single region has no peers to replicate to.
+Replica changes (ReplicaUpdates Create/Delete, eventual mode) go to engine/replica_membership.py.
 """
 
 from __future__ import annotations
@@ -135,6 +135,12 @@ def handle(engine, request: dict) -> dict:
     gsi_updates = request.get("GlobalSecondaryIndexUpdates") or []
     if not gsi_updates and all(request.get(member) is None for member in UPDATE_MEMBERS):
         raise validation(NOTHING_TO_UPDATE)
+    # MREC replicas added or removed (engine/replica_membership.py); MRSC members keep their own path.
+    replica_change = request.get("ReplicaUpdates") is not None and all(
+        request.get(member) is None for member in ("GlobalTableWitnessUpdates", "MultiRegionConsistency")
+    )
+    if replica_change:
+        return update_replicas(engine, request, gsi_updates)
     for member in GLOBAL_TABLE_MEMBERS:
         if request.get(member) is not None:
             raise validation(
@@ -163,6 +169,20 @@ def handle(engine, request: dict) -> dict:
             engine, response_view(new, outcome), table_status=outcome.table_status, index_status=outcome.index_status
         )
     }
+
+
+def update_replicas(engine, request: dict, gsi_updates: list[dict]) -> dict:
+    """ReplicaUpdates: one replica created or deleted; the region layer carries the change to the other regions
+    and the replica's status goes from CREATING (or DELETING) to ACTIVE (or gone)."""
+    table = engine.table(request["TableName"], describe=True)
+    others = [m for m in UPDATE_MEMBERS if m != "ReplicaUpdates" and request.get(m) is not None]
+    if gsi_updates:
+        others.append("GlobalSecondaryIndexUpdates")
+    action, region = engine.membership.plan(table, request, others)
+    new = TableDefinition.from_dict(table.to_dict())
+    engine.membership.apply_update(new, action, region)
+    engine.save_table(new)
+    return {"TableDescription": describe_table(engine, new, table_status="UPDATING")}
 
 
 # ---------------------------------------------------------------------------------------- request-only rules

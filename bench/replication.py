@@ -1,0 +1,255 @@
+"""Replication on three MREC regions with 40 ms links: lag at 500 writes/s, write latency, backlog drain rate.
+
+What it does (one run, `globaltables up` on a topology written to a temporary dir: us-east-1, eu-west-1,
+ap-southeast-1, every link 40 ms one way, no jitter, one table):
+ 1. Lag: for --duration seconds, 500 PutItem/s in all (open loop, spread over the three regions) from a raw asyncio
+    client (bench/region_throughput.py's; boto3 would cost more CPU than the regions). Replication lag per link is
+    read from each region's /control/status histograms (2 % buckets) before and after, so only this phase counts.
+    Floor: the one-way link latency, 40 ms (plus up to `flush_interval`, 5 ms, of batching).
+ 2. MREC write latency: the same PutItems' client-side latency. Floor: a local commit (no cross-region wait), i.e.
+    the region's own request time.
+ 3. Drain: eu-west-1 refuses us-east-1 (a grudge, /control/faults), 100,000 items are written to us-east-1
+    (BatchWriteItem, 25 a call), then the partition heals. Reported: the time from heal to the first progress (the
+    sender's retransmit backoff, up to retransmit_after x max_backoff = 8 s) and the drain rate from the first
+    progress until eu-west-1 holds everything. Ceiling the topology allows: lanes x window / RTT records/s.
+
+Usage: python bench/replication.py [--duration S] [--backlog N] [--rate W]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+from region_throughput import Client  # noqa: E402
+
+from globaltables.region.replication_metrics import bucket_difference, quantile_of  # noqa: E402
+from globaltables.replication.config import ReplicationConfig  # noqa: E402
+
+REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1")
+LINK_MS = 40.0
+TABLE = "bench"
+TOPOLOGY = f"""
+name: bench-replication
+mode: mrec
+regions: [{", ".join("{name: %s}" % r for r in REGIONS)}]
+links:
+  default: {{latency_ms: {LINK_MS}, jitter_ms: 0}}
+tables:
+  - TableName: {TABLE}
+    AttributeDefinitions: [{{AttributeName: pk, AttributeType: S}}]
+    KeySchema: [{{AttributeName: pk, KeyType: HASH}}]
+"""
+PAYLOAD = "x" * 150
+
+
+class Topology:
+    def __init__(self, workdir: Path) -> None:
+        (workdir / "topology.yaml").write_text(TOPOLOGY)
+        self.data_dir = workdir / "state"
+        self.stdout = workdir / "up.stdout"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent / "src"), env.get("PYTHONPATH")]))
+        with open(self.stdout, "wb") as out, open(workdir / "up.stderr", "wb") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "globaltables.cli.main", "up", str(workdir / "topology.yaml"),
+                 "--data-dir", str(self.data_dir)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+            )  # fmt: skip
+        deadline = time.monotonic() + 90
+        while True:
+            lines = [json.loads(line) for line in self.stdout.read_text().splitlines() if line.endswith("}")]
+            if lines and lines[-1] == {"ready": True}:
+                break
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"globaltables up did not start: {(workdir / 'up.stderr').read_text()}")
+            time.sleep(0.1)
+        self.endpoints = {line["region"]: line["endpoint"] for line in lines if "region" in line}
+        self.secret = (self.data_dir / "secret").read_text().strip()
+
+    def control(self, region: str, path: str, body: dict | None = None) -> dict:
+        request = urllib.request.Request(
+            self.endpoints[region] + path,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"x-globaltables-secret": self.secret, "Content-Type": "application/json"},
+            method="GET" if body is None else "POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait(30)
+
+
+def client_of(endpoint: str) -> Client:
+    host, port = endpoint.removeprefix("http://").rsplit(":", 1)
+    return Client(host, int(port))
+
+
+def put_body(key: str) -> bytes:
+    return orjson.dumps({"TableName": TABLE, "Item": {"pk": {"S": key}, "payload": {"S": PAYLOAD}}})
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def lag_buckets(topology: Topology) -> dict[tuple[str, str], dict]:
+    out = {}
+    for region in REGIONS:
+        for entry in topology.control(region, "/control/status")["replication_lag"]:
+            if entry["table"] == TABLE:
+                out[(entry["source_region"], region)] = entry
+    return out
+
+
+async def steady_writes(topology: Topology, rate: float, duration: float) -> list[float]:
+    """Open-loop PutItems at `rate`/s over the three regions; the client-side latencies (ms)."""
+    clients = {region: client_of(topology.endpoints[region]) for region in REGIONS}
+    pools = {region: [await clients[region].connect() for _ in range(8)] for region in REGIONS}
+    latencies: list[float] = []
+    tasks = set()
+
+    async def one(region: str, index: int) -> None:
+        pool = pools[region]
+        connection = pool.pop() if pool else await clients[region].connect()
+        started = time.perf_counter()
+        connection, status, body = await clients[region].call(connection, "PutItem", put_body(f"s{index}"))
+        latencies.append((time.perf_counter() - started) * 1000)
+        if status != 200:
+            raise RuntimeError(f"PutItem failed: {status} {body[:200]!r}")
+        pool.append(connection)
+
+    start = time.perf_counter()
+    total = int(rate * duration)
+    for index in range(total):
+        due = start + index / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.create_task(one(REGIONS[index % 3], index))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    await asyncio.gather(*tasks)
+    return latencies
+
+
+async def backlog_writes(topology: Topology, count: int) -> None:
+    client = client_of(topology.endpoints["us-east-1"])
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        connection = await client.connect()
+        while next_index < count:
+            first = next_index
+            next_index = min(count, first + 25)
+            body = orjson.dumps(
+                {"RequestItems": {TABLE: [
+                    {"PutRequest": {"Item": {"pk": {"S": f"b{i}"}, "payload": {"S": PAYLOAD}}}}
+                    for i in range(first, next_index)
+                ]}}
+            )  # fmt: skip
+            connection, status, answer = await client.call(connection, "BatchWriteItem", body)
+            if status != 200 or orjson.loads(answer).get("UnprocessedItems"):
+                raise RuntimeError(f"BatchWriteItem failed: {status} {answer[:200]!r}")
+
+    await asyncio.gather(*(worker() for _ in range(8)))
+
+
+def pending_to(topology: Topology, source: str, dest: str) -> int:
+    links = topology.control(source, "/control/status")["links"]
+    return sum(link["pending"] for link in links if link["peer"] == dest and link["table"] == TABLE)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--backlog", type=int, default=100_000)
+    args = parser.parse_args()
+    config = ReplicationConfig()
+    with tempfile.TemporaryDirectory(prefix="bench-replication-") as workdir:
+        topology = Topology(Path(workdir))
+        try:
+            print(f"three MREC regions, {LINK_MS:g} ms links, {os.cpu_count()} cores")
+            before = lag_buckets(topology)
+            latencies = asyncio.run(steady_writes(topology, args.rate, args.duration))
+            time.sleep(1.0)  # let the last writes land
+            after = lag_buckets(topology)
+            print(f"\n1. replication lag at {args.rate:g} writes/s for {args.duration:g} s (floor: {LINK_MS:g} ms "
+                  f"one way, + up to {config.flush_interval * 1000:g} ms batching)")  # fmt: skip
+            merged: dict[int, int] = {}
+            for key in sorted(after):
+                diff = bucket_difference(after[key]["buckets"], before.get(key, {}).get("buckets", {}))
+                for index, count in diff.items():
+                    merged[index] = merged.get(index, 0) + count
+                print(f"   {key[0]:>15} -> {key[1]:<15} n={sum(diff.values()):>5}  p50 {quantile_of(diff, 0.5) or 0:7.1f} ms"
+                      f"  p99 {quantile_of(diff, 0.99) or 0:7.1f} ms")  # fmt: skip
+            p50 = quantile_of(merged, 0.5) or float("nan")
+            print(f"   all links: p50 {p50:.1f} ms, p99 {quantile_of(merged, 0.99) or float('nan'):.1f} ms "
+                  f"(target p50 <= {LINK_MS + 10:g} ms: {'met' if p50 <= LINK_MS + 10 else 'NOT met'})")  # fmt: skip
+            w50 = percentile(latencies, 0.5)
+            print(f"\n2. MREC write latency (PutItem, client side, n={len(latencies)}): p50 {w50:.2f} ms, "
+                  f"p99 {percentile(latencies, 0.99):.2f} ms (floor: a local commit, no cross-region wait; "
+                  f"target p50 < 5 ms: {'met' if w50 < 5 else 'NOT met'})")  # fmt: skip
+
+            topology.control("eu-west-1", "/control/faults", {"grudges": ["us-east-1"]})
+            started = time.monotonic()
+            asyncio.run(backlog_writes(topology, args.backlog))
+            written_s = time.monotonic() - started
+            time.sleep(1.0)
+            backlog = pending_to(topology, "us-east-1", "eu-west-1")
+            topology.control("eu-west-1", "/control/faults", {"heal": True})
+            healed = time.monotonic()
+            first_progress = None
+            while True:
+                pending = pending_to(topology, "us-east-1", "eu-west-1")
+                now = time.monotonic()
+                if first_progress is None and pending < backlog:
+                    first_progress = now
+                if pending == 0:
+                    break
+                if now - healed > 300:
+                    raise RuntimeError(f"backlog did not drain: {pending} pending")
+                time.sleep(0.02)
+            done = time.monotonic()
+            assert first_progress is not None
+            rate = backlog / max(done - first_progress, 1e-9)
+            ceiling = config.lanes * config.window_records / (2 * LINK_MS / 1000)
+            print(f"\n3. backlog: {args.backlog} items written to us-east-1 in {written_s:.1f} s during a partition "
+                  f"({backlog} pending to eu-west-1)")  # fmt: skip
+            print(f"   heal -> first progress {first_progress - healed:.2f} s (retransmit backoff, at most "
+                  f"{config.retransmit_after * config.max_backoff:g} s)")  # fmt: skip
+            print(f"   drain: {done - first_progress:.2f} s, {rate:,.0f} items/s (ceiling the topology allows: "
+                  f"{config.lanes} lanes x {config.window_records} records / {2 * LINK_MS:g} ms RTT = {ceiling:,.0f}/s;"
+                  f" target >= 10,000/s: {'met' if rate >= 10_000 else 'NOT met'})")  # fmt: skip
+        finally:
+            topology.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

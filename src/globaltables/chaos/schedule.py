@@ -1,0 +1,215 @@
+"""Chaos schedules (`chaos/*.yaml`): timed steps and/or a seeded random nemesis, validated before anything starts.
+
+    name: partition-and-heal
+    quiet: 3s                 # after the final heal, before checkers read anything (default 2s)
+    duration: 20s             # optional: the run lasts at least this long before the final heal
+    steps:
+      - {at: 2s, do: partition, between: [us-east-1, eu-west-1], for: 5s}
+      - {at: 9s, do: latency, between: [us-east-1, ap-southeast-1], latency: 200ms, jitter: 20ms, for: 4s}
+    nemesis:                  # optional: random faults, one at a time, reproducible from the seed
+      seed: 42
+      kinds: [partition, isolate, latency, loss, skew, crash]
+      every: 3s               # gap between one fault's end and the next one's start: U(0, 2 * every)
+      for: [1s, 4s]           # each fault's duration: uniform in this range
+      from: 1s
+      until: 30s
+
+`do:` verbs and their fields are chaos.faults' (the CLI's verbs). Every error names the file and the step, e.g.
+`chaos/x.yaml: steps[2] (at 5s, do: partition): between[1]: unknown region 'eu-west-9'`, and the whole file is read
+before failing. Overlapping contradictory faults (two of the same link fault on one link, two of the same clock
+fault on one region, process faults on one region) are refused; partitions compose (their grudges are unioned).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .faults import LINK_VERBS, PARTITION_VERBS, Fault, FaultError, build, parse_duration
+
+TOP_LEVEL = ("name", "description", "quiet", "duration", "steps", "nemesis")
+NEMESIS_FIELDS = ("seed", "kinds", "every", "for", "from", "until")
+NEMESIS_KINDS = ("partition", "isolate", "split", "ring", "latency", "loss", "duplicate", "reorder", "stall",
+                 "skew", "drift", "strobe", "crash", "pause")  # fmt: skip
+DEFAULT_QUIET_S = 2.0
+
+
+class ScheduleError(ValueError):
+    def __init__(self, errors: Sequence[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = list(errors)
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    name: str
+    faults: tuple[Fault, ...]
+    quiet_s: float = DEFAULT_QUIET_S
+    duration_s: float = 0.0
+    seed: int | None = None
+    source: str = "<schedule>"
+
+    @property
+    def end_s(self) -> float:
+        ends = [fault.end if fault.end is not None else fault.at for fault in self.faults]
+        return max([self.duration_s, *ends])
+
+
+def load_schedule(
+    path: str | Path, regions: Sequence[str], witnesses: Sequence[str] = (), seed: int | None = None
+) -> Schedule:
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ScheduleError([f"{path}: {error}"]) from None
+    return parse_schedule(document, regions, witnesses, source=str(path), seed=seed)
+
+
+def parse_schedule(
+    document: Any,
+    regions: Sequence[str],
+    witnesses: Sequence[str] = (),
+    *,
+    source: str = "<schedule>",
+    seed: int | None = None,
+) -> Schedule:
+    errors: list[str] = []
+    if not isinstance(document, dict):
+        raise ScheduleError([f"{source}: expected a mapping with steps and/or nemesis"])
+    for key in sorted(set(document) - set(TOP_LEVEL)):
+        errors.append(f"{source}: {key}: unknown field; use {', '.join(TOP_LEVEL)}")
+
+    def duration(key: str, default: float) -> float:
+        try:
+            return parse_duration(document.get(key, default), key)
+        except FaultError as error:
+            errors.append(f"{source}: {error}")
+            return default
+
+    quiet = duration("quiet", DEFAULT_QUIET_S)
+    total = duration("duration", 0.0)
+    faults: list[tuple[str, Fault]] = []
+    steps = document.get("steps", [])
+    if not isinstance(steps, list):
+        errors.append(f"{source}: steps: expected a list of steps")
+        steps = []
+    for index, step in enumerate(steps):
+        where = f"steps[{index}]"
+        if isinstance(step, dict):
+            where += f" (at {step.get('at', '?')}, do: {step.get('do', '?')})"
+        try:
+            if not isinstance(step, dict):
+                raise FaultError("expected a mapping with at, do and the fault's fields")
+            fields = dict(step)
+            at = parse_duration(fields.pop("at", 0), "at")
+            verb = fields.pop("do", None)
+            length = parse_duration(fields.pop("for"), "for") if "for" in fields else None
+            if length is not None and length <= 0:
+                raise FaultError(f"for: must be positive, got {step['for']!r}")
+            faults.append((where, build(verb, fields, regions, witnesses=witnesses, at=at, duration=length)))
+        except FaultError as error:
+            errors.append(f"{source}: {where}: {error}")
+    nemesis = document.get("nemesis")
+    used_seed = None
+    if nemesis is not None:
+        try:
+            generated, used_seed = expand_nemesis(nemesis, regions, seed)
+            faults.extend((f"nemesis fault {i} (at {f.at:.3f}s, do: {f.verb})", f) for i, f in enumerate(generated))
+        except FaultError as error:
+            errors.append(f"{source}: nemesis: {error}")
+    errors.extend(f"{source}: {problem}" for problem in contradictions(faults))
+    if errors:
+        raise ScheduleError(errors)
+    name = document.get("name") or Path(source).stem
+    ordered = tuple(fault for _, fault in sorted(faults, key=lambda entry: entry[1].at))
+    return Schedule(str(name), ordered, quiet, total, used_seed, source)
+
+
+def contradictions(faults: Sequence[tuple[str, Fault]]) -> list[str]:
+    """Pairs of faults holding the same resource at the same time; a fault without `for` holds it until the next
+    heal step (or the end of the run)."""
+    heals = sorted(fault.at for _, fault in faults if fault.verb == "heal")
+
+    def end(fault: Fault) -> float:
+        if fault.end is not None:
+            return fault.end
+        later = [at for at in heals if at > fault.at]
+        return later[0] if later else float("inf")
+
+    problems = []
+    for i, (where_a, a) in enumerate(faults):
+        for where_b, b in faults[i + 1 :]:
+            shared = set(a.resources()) & set(b.resources())
+            if shared and a.at < end(b) and b.at < end(a):
+                problems.append(f"{where_b}: contradicts {where_a}: both hold {' '.join(min(shared))} at once")
+    return problems
+
+
+def expand_nemesis(spec: Any, regions: Sequence[str], seed: int | None = None) -> tuple[list[Fault], int]:
+    """The nemesis's faults, one at a time, drawn from `random.Random(seed)` (an override seed wins)."""
+    if not isinstance(spec, dict):
+        raise FaultError("expected a mapping with seed, kinds, every, for, from, until")
+    unknown = sorted(set(spec) - set(NEMESIS_FIELDS))
+    if unknown:
+        raise FaultError(f"unknown field(s) {', '.join(unknown)}; use {', '.join(NEMESIS_FIELDS)}")
+    seed = seed if seed is not None else spec.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise FaultError(f"seed: expected an integer, got {seed!r}")
+    kinds = spec.get("kinds")
+    if not isinstance(kinds, list) or not kinds:
+        raise FaultError("kinds: expected a non-empty list of fault kinds")
+    for kind in kinds:
+        if kind not in NEMESIS_KINDS:
+            raise FaultError(f"kinds: {kind!r} is not one of {', '.join(NEMESIS_KINDS)}")
+    every = parse_duration(spec.get("every", "3s"), "every")
+    span = spec.get("for", ["1s", "3s"])
+    if not isinstance(span, list) or len(span) != 2:
+        raise FaultError(f"for: expected [shortest, longest], got {span!r}")
+    shortest, longest = parse_duration(span[0], "for[0]"), parse_duration(span[1], "for[1]")
+    if not 0 < shortest <= longest:
+        raise FaultError(f"for: expected 0 < shortest <= longest, got {span!r}")
+    start = parse_duration(spec.get("from", 0), "from")
+    until = parse_duration(spec.get("until", "30s"), "until")
+    if until <= start:
+        raise FaultError("until: must come after from")
+    rng = random.Random(seed)
+    names = sorted(regions)
+    faults: list[Fault] = []
+    at = start + rng.uniform(0, 2 * every)
+    while True:
+        length = round(rng.uniform(shortest, longest), 3)
+        if at + length > until:
+            break
+        kind = rng.choice(kinds)
+        a, b = rng.sample(names, 2)
+        fields: dict[str, Any] = {}
+        if kind in ("partition", *LINK_VERBS):
+            fields["between"] = [a, b]
+        elif kind == "split":
+            cut = rng.randrange(1, len(names))
+            shuffled = rng.sample(names, len(names))
+            fields["sides"] = [shuffled[:cut], shuffled[cut:]]
+        elif kind not in PARTITION_VERBS or kind == "isolate":
+            fields["region"] = a
+        if kind == "latency":
+            fields.update(latency=f"{rng.choice([50, 100, 200, 400])}ms", jitter=f"{rng.choice([0, 10, 50])}ms",
+                          distribution=rng.choice(["uniform", "normal", "exponential", "pareto"]))  # fmt: skip
+        elif kind == "loss":
+            fields.update(rate=rng.choice([0.1, 0.2, 0.5]), burst=rng.choice([1, 3]))
+        elif kind in ("duplicate", "reorder"):
+            fields["rate"] = rng.choice([0.1, 0.3])
+        elif kind == "skew":
+            fields["offset"] = f"{rng.choice([-2000, -500, 500, 2000])}ms"
+        elif kind == "drift":
+            fields["ppm"] = rng.choice([-5000, 5000, 50000])
+        elif kind == "strobe":
+            fields.update(delta=f"{rng.choice([200, 1000])}ms", period="100ms")
+        faults.append(build(kind, fields, regions, at=round(at, 3), duration=length))
+        at = at + length + rng.uniform(0, 2 * every)
+    return faults, seed

@@ -1,0 +1,189 @@
+"""Where faults land: a `FaultTarget` is a running topology, either region processes (through their control APIs
+and the `up` supervisor's) or a `SimCluster` (virtual time). The controller composes the active faults and pushes
+each region's whole state, so a target only ever *sets* things; it never has to remember what to undo.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+SECRET_HEADER = "x-globaltables-secret"
+LINK_FAULT_FIELDS = (
+    "distribution", "loss", "loss_burst", "duplicate", "reorder", "reorder_ms", "bandwidth_kbps", "stalled",
+)  # fmt: skip
+
+
+class TargetError(RuntimeError):
+    pass
+
+
+class FaultTarget(Protocol):
+    regions: tuple[str, ...]
+
+    def now(self) -> float: ...
+    def wait_until(self, when: float) -> None: ...
+    def set_grudges(self, region: str, senders: Iterable[str]) -> None: ...
+    def set_link(self, source: str, target: str, changes: Mapping[str, Any] | None) -> None: ...
+    def set_clock(self, region: str, offset_ms: float | None, bump_ms: float, drift_ppm: float,
+                  strobe: Mapping[str, float] | None) -> None: ...  # fmt: skip
+    def process(self, region: str, action: str) -> None: ...
+    def heal_all(self) -> None: ...
+
+
+# ----------------------------------------------------------------------------------------- region processes
+
+
+class RegionControlTarget:
+    """Regions started by `globaltables up`: endpoints and the supervisor URL come from its state.json."""
+
+    def __init__(
+        self,
+        endpoints: Mapping[str, str],
+        secret: str,
+        supervisor_url: str | None,
+        baseline_offsets_ms: Mapping[str, float] | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.endpoints = dict(endpoints)
+        self.regions = tuple(self.endpoints)
+        self.secret = secret
+        self.supervisor_url = supervisor_url
+        self.baseline_offsets_ms = dict(baseline_offsets_ms or {})
+        self.timeout_s = timeout_s
+        self._start = time.monotonic()
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], secret: str, baseline_offsets_ms=None) -> RegionControlTarget:
+        regions = state.get("regions", {})
+        endpoints = {name: entry["endpoint"] for name, entry in regions.items() if entry.get("endpoint")}
+        return cls(endpoints, secret, state.get("supervisor", {}).get("control_url"), baseline_offsets_ms)
+
+    def request(self, url: str, body: Mapping[str, Any] | None = None) -> dict:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            url, data=data, method="GET" if body is None else "POST",
+            headers={SECRET_HEADER: self.secret, "Content-Type": "application/json"},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")
+            raise TargetError(f"{url}: HTTP {error.code}: {detail}") from None
+        except (urllib.error.URLError, OSError, TimeoutError) as error:
+            raise TargetError(f"{url}: {error}") from None
+
+    def faults(self, region: str, body: Mapping[str, Any]) -> dict:
+        return self.request(f"{self.endpoints[region]}/control/faults", body)
+
+    def status(self, region: str) -> dict:
+        return self.request(f"{self.endpoints[region]}/control/status")
+
+    def now(self) -> float:
+        return time.monotonic() - self._start
+
+    def wait_until(self, when: float) -> None:
+        delay = when - self.now()
+        if delay > 0:
+            time.sleep(delay)
+
+    def set_grudges(self, region: str, senders: Iterable[str]) -> None:
+        self.faults(region, {"grudges": sorted(senders)})
+
+    def set_link(self, source: str, target: str, changes: Mapping[str, Any] | None) -> None:
+        changes = dict(changes or {})
+        latency = None
+        if "latency_ms" in changes or "jitter_ms" in changes:
+            latency = {"latency_ms": changes.get("latency_ms", 0.0), "jitter_ms": changes.get("jitter_ms", 0.0)}
+            if "latency_ms" not in changes or "jitter_ms" not in changes:  # keep the topology's other half
+                current = self.status(source)["transport"]["peers"][target]
+                latency.setdefault("latency_ms", current["latency_ms"])
+                if "jitter_ms" not in changes:
+                    latency["jitter_ms"] = current["jitter_ms"]
+        link = {name: changes[name] for name in LINK_FAULT_FIELDS if name in changes} or None
+        self.faults(source, {"latency": {target: latency}, "links": {target: link}})
+
+    def set_clock(self, region, offset_ms, bump_ms, drift_ppm, strobe) -> None:
+        if bump_ms:
+            offset_ms = (self.baseline_offsets_ms.get(region, 0.0) if offset_ms is None else offset_ms) + bump_ms
+        self.faults(region, {"clock_offset_ms": offset_ms, "clock": {"drift_ppm": drift_ppm, "strobe": strobe or None}})
+
+    def process(self, region: str, action: str) -> None:
+        if self.supervisor_url is None:
+            raise TargetError("no supervisor control URL in state.json: is `globaltables up` running?")
+        self.request(f"{self.supervisor_url}/control/regions/{region}/{action}", {})
+
+    def heal_all(self) -> None:
+        for region in self.regions:
+            self.faults(region, {"heal": True})
+
+
+# ------------------------------------------------------------------------------------------------ simulator
+
+
+class SimTarget:
+    """A `SimCluster` (duck-typed: chaos sits above sim). Waiting runs the scheduler, so the workload scheduled on
+    it runs between faults. The simulated network has no bandwidth cap; a stall is modelled as a link that loses
+    everything until it ends (the senders' retransmissions then drain the backlog)."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.regions = tuple(cluster.region_names)
+        self._grudges: dict[str, frozenset[str]] = {}
+
+    def now(self) -> float:
+        return self.cluster.now()
+
+    def wait_until(self, when: float) -> None:
+        if when > self.cluster.now():
+            self.cluster.run_until(when)
+
+    def set_grudges(self, region: str, senders: Iterable[str]) -> None:
+        self._grudges[region] = frozenset(senders)
+        self.cluster.network.set_grudges(self._grudges)
+
+    def set_link(self, source: str, target: str, changes: Mapping[str, Any] | None) -> None:
+        network = self.cluster.network
+        network._faults.pop((source, target), None)  # back to the baseline, then apply the composed changes
+        network._refresh(source, target)
+        if not changes:
+            return
+        changes = dict(changes)
+        if changes.pop("bandwidth_kbps", None):
+            raise TargetError("the simulated network has no bandwidth cap")
+        if changes.pop("stalled", False):
+            changes["loss"] = 1.0
+        changes.pop("loss_burst", None)
+        network.set_link(source, target, network.link_settings(source, target).replace(**changes))
+
+    def set_clock(self, region, offset_ms, bump_ms, drift_ppm, strobe) -> None:
+        clock = self.cluster.clock(region)
+        base = clock.baseline_offset_s if offset_ms is None else offset_ms / 1000.0
+        clock.set_offset(base + bump_ms / 1000.0)
+        clock.set_drift(drift_ppm)
+        if strobe:
+            clock.strobe(strobe["delta_ms"] / 1000.0, strobe["period_ms"] / 1000.0)
+        else:
+            clock.stop_strobe()
+
+    def process(self, region: str, action: str) -> None:
+        state = self.cluster.region(region)
+        if action == "crash":
+            if state.up:
+                state.crash()
+        elif action == "restart":
+            if not state.up:
+                state.start()
+        else:
+            raise TargetError(f"the simulator cannot {action} a region")
+
+    def heal_all(self) -> None:
+        self._grudges = {}
+        self.cluster.network.heal()
+        for region in self.regions:
+            self.cluster.clock(region).heal()

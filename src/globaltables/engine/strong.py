@@ -1,0 +1,247 @@
+"""The engine's side of strong mode (MRSC, docs/mrsc.md): per-item commit versions, pending proposals and votes, all
+durable, and applying a committed image in one store transaction.
+
+Rules
+1. A replica keeps an item's commit version in the item's `version` column (tombstones keep it across deletes) as
+   `"<cv:012d>.<proposal id>"`; the witness keeps `(cv, pid, image)` in `mrsc_witness` and has no item rows.
+2. `accept` writes the pending proposal and the vote together; `apply` writes the image (item row or witness row),
+   clears pending proposals at or below its version and the proposal's vote, in one transaction.
+3. `apply` only moves forward: an image whose version is not above the stored one changes nothing (images are whole,
+   so a member that missed versions jumps straight to the newest).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .storage.sqlite_store import ItemWrite
+from .values import item_size
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .storage.sqlite_store import SqliteStore
+
+STRONG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS mrsc_pending (
+    tbl TEXT NOT NULL,
+    item TEXT NOT NULL,
+    pid TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    coordinator TEXT NOT NULL,
+    image BLOB NOT NULL,
+    PRIMARY KEY (tbl, item)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mrsc_votes (
+    pid TEXT PRIMARY KEY,
+    tbl TEXT NOT NULL,
+    item TEXT NOT NULL,
+    answer TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mrsc_witness (
+    tbl TEXT NOT NULL,
+    item TEXT NOT NULL,
+    cv INTEGER NOT NULL,
+    pid TEXT NOT NULL,
+    image BLOB NOT NULL,
+    PRIMARY KEY (tbl, item)
+) WITHOUT ROWID;
+"""
+
+
+def item_id(key: dict) -> str:
+    """The canonical text of an item's key (normalised wire form), the same in every member."""
+    return orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def encode_version(cv: int, pid: str) -> str:
+    return f"{cv:012d}.{pid}"
+
+
+def decode_version(text: str | None) -> tuple[int, str]:
+    if not text:
+        return 0, ""
+    cv, _, pid = text.partition(".")
+    try:
+        return int(cv), pid
+    except ValueError:  # an MREC/HLC version: the table was not written in strong mode
+        return 0, ""
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    pid: str
+    table: str
+    key: dict
+    version: int
+    coordinator: str
+    image: dict | None
+
+
+class StrongStore:
+    """One member's durable MRSC state. `engine` is None for a witness (it has a store but no tables)."""
+
+    def __init__(self, store: SqliteStore, engine: Engine | None, region: str) -> None:
+        self.store = store
+        self.engine = engine
+        self.region = region
+        self.witness = engine is None
+        store.db.executescript(STRONG_SCHEMA)
+        self._in_tx: list[tuple[str, tuple[Any, ...]]] = []
+        store.commit_hooks.append(self._run_in_tx)
+        # Proposal ids are "<region>-<epoch>-<n>"; the epoch is bumped durably at every start, so ids never repeat.
+        row = store.db.execute("SELECT value FROM meta WHERE key = 'mrsc_epoch'").fetchone()
+        self.epoch = (int(row[0]) if row else 0) + 1
+        store.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('mrsc_epoch', ?)", (str(self.epoch),))
+        self._next = 0
+
+    def new_pid(self) -> str:
+        self._next += 1
+        return f"{self.region}-{self.epoch}-{self._next}"
+
+    # ------------------------------------------------------------------------------------------------- reads
+
+    def committed(self, table: str, key: dict) -> tuple[int, str, dict | None]:
+        """(commit version, proposal id committed at it, image) of the item; (0, "", None) if never written."""
+        if self.witness:
+            row = self.store.db.execute(
+                "SELECT cv, pid, image FROM mrsc_witness WHERE tbl = ? AND item = ?", (table, item_id(key))
+            ).fetchone()
+            return (row[0], row[1], orjson.loads(row[2])) if row else (0, "", None)
+        definition = self.engine.tables[table]
+        pk, sk = definition.key.encode(key)
+        item, version, _tombstone = self.store.get_record(table, pk, sk)
+        cv, pid = decode_version(version)
+        return cv, pid, item
+
+    def pending(self, table: str, key: dict) -> Pending | None:
+        row = self.store.db.execute(
+            "SELECT pid, version, coordinator, image FROM mrsc_pending WHERE tbl = ? AND item = ?",
+            (table, item_id(key)),
+        ).fetchone()
+        if row is None:
+            return None
+        return Pending(row[0], table, key, row[1], row[2], orjson.loads(row[3]))
+
+    def all_pending(self) -> list[Pending]:
+        rows = self.store.db.execute(
+            "SELECT tbl, item, pid, version, coordinator, image FROM mrsc_pending ORDER BY tbl, item"
+        ).fetchall()
+        return [Pending(r[2], r[0], orjson.loads(r[1]), r[3], r[4], orjson.loads(r[5])) for r in rows]
+
+    def vote(self, pid: str) -> str | None:
+        row = self.store.db.execute("SELECT answer FROM mrsc_votes WHERE pid = ?", (pid,)).fetchone()
+        return row[0] if row else None
+
+    # ------------------------------------------------------------------------------------------------ writes
+
+    def accept(self, proposal: Pending) -> None:
+        """Hold `proposal` (pending) and record the vote accept, durably and together."""
+        self._transaction(
+            [
+                (
+                    (
+                        "INSERT OR REPLACE INTO mrsc_pending (tbl, item, pid, version, coordinator, image)"
+                        " VALUES (?, ?, ?, ?, ?, ?)"
+                    ),
+                    (
+                        proposal.table,
+                        item_id(proposal.key),
+                        proposal.pid,
+                        proposal.version,
+                        proposal.coordinator,
+                        orjson.dumps(proposal.image),
+                    ),
+                ),
+                (
+                    "INSERT OR REPLACE INTO mrsc_votes (pid, tbl, item, answer) VALUES (?, ?, ?, 'accept')",
+                    (proposal.pid, proposal.table, item_id(proposal.key)),
+                ),
+            ]
+        )
+
+    def refuse(self, pid: str, table: str, key: dict, answer: str) -> None:
+        self._transaction(
+            [
+                (
+                    "INSERT OR REPLACE INTO mrsc_votes (pid, tbl, item, answer) VALUES (?, ?, ?, ?)",
+                    (pid, table, item_id(key), answer),
+                )
+            ]
+        )
+
+    def drop_vote(self, pid: str) -> None:
+        self._transaction([("DELETE FROM mrsc_votes WHERE pid = ?", (pid,))])
+
+    def abort(self, pid: str, table: str, key: dict) -> None:
+        """The coordinator's own proposal is aborted: forget it."""
+        self._transaction(
+            [
+                ("DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND pid = ?", (table, item_id(key), pid)),
+                ("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)),
+            ]
+        )
+
+    def apply(
+        self, table: str, key: dict, version: int, pid: str, image: dict | None, *, drop_vote: bool = True
+    ) -> bool:
+        """Apply a committed image if it is newer than the stored one; clear pending proposals it supersedes and
+        (when the decision came from the coordinator, `drop_vote`) the proposal's vote. One transaction. True when
+        the image was written."""
+        ident = item_id(key)
+        current, _cpid, old = self.committed(table, key)
+        statements: list[tuple[str, tuple[Any, ...]]] = [
+            (
+                "DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND version <= ?",
+                (table, ident, max(version, current)),
+            ),
+        ]
+        if drop_vote:
+            statements.append(("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)))
+        newer = version > current
+        if self.witness:
+            if newer:
+                statements.append(
+                    (
+                        "INSERT OR REPLACE INTO mrsc_witness (tbl, item, cv, pid, image) VALUES (?, ?, ?, ?, ?)",
+                        (table, ident, version, pid, orjson.dumps(image)),
+                    )
+                )
+            self._transaction(statements)
+            return newer
+        if not newer:
+            self._transaction(statements)
+            return False
+        definition = self.engine.tables[table]
+        pk, sk = definition.key.encode(key)
+        write = ItemWrite(
+            table, pk, sk, image, item_size(image) if image is not None else 0, old,
+            version=encode_version(version, pid), origin=pid.rsplit("-", 2)[0], old_version=None,
+            tombstone=image is None, had_tombstone=True, deleted_at=self.engine.clock.wall_time(),
+        )  # fmt: skip
+        self._in_tx = statements  # run by the commit hook inside the engine's write transaction
+        try:
+            self.engine.commit([write])
+        finally:
+            self._in_tx = []
+        return True
+
+    # ----------------------------------------------------------------------------------------------- helpers
+
+    def _run_in_tx(self, db: Any, _writes: list[ItemWrite]) -> None:
+        for sql, args in self._in_tx:
+            db.execute(sql, args)
+        self._in_tx = []
+
+    def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        db = self.store.db
+        db.execute("BEGIN")
+        try:
+            for sql, args in statements:
+                db.execute(sql, args)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise

@@ -1,0 +1,228 @@
+"""`globaltables chaos TOPOLOGY VERB ...` and `globaltables check TOPOLOGY`, on the regions `globaltables up` started.
+
+Both find the running regions through the state dir's `state.json` (endpoints, supervisor control URL) and the
+topology's secret. `chaos` validates the whole command against the topology before touching anything: an unknown
+verb or region exits 2 and changes nothing. One-shot faults persist until `heal`; `chaos T run SCHEDULE.yaml
+[--seed N]` runs a schedule (chaos.controller) ending with the final heal and quiet period.
+`check` waits until every lane's acknowledged position equals its log end on two consecutive polls, then compares
+every replica's (not the witness's) base tables and GSIs: exit 0 converged, 1 not (keys listed), 2 could not run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ..chaos.checkers.convergence import check_convergence
+from ..chaos.controller import Controller
+from ..chaos.faults import FaultError, build, parse_duration
+from ..chaos.history import History, key_id
+from ..chaos.schedule import ScheduleError, load_schedule
+from ..chaos.target import RegionControlTarget, TargetError
+from .region_settings import SecretError, read_secret
+from .supervisor import STATE_FILE, default_data_dir
+from .topology import Topology, TopologyError, load_topology
+
+CLI_VERBS = ("partition", "latency", "loss", "skew", "crash", "restart", "pause", "resume", "heal", "run")
+QUIESCE_TIMEOUT_S = 60.0
+POLL_S = 0.1
+# Regions check that a request is SigV4-signed but do not verify the signature (region/wire.py).
+FAKE_SIGV4 = (
+    "AWS4-HMAC-SHA256 Credential=chaos/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"
+)
+
+
+class CommandError(Exception):
+    pass
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def open_target(topology_path: Path, data_dir: Path | None) -> tuple[Topology, RegionControlTarget]:
+    topology = load_topology(topology_path)
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir(topology)
+    state_path = data_dir / STATE_FILE
+    try:
+        state = json.loads(state_path.read_text())
+    except (OSError, ValueError) as error:
+        raise CommandError(f"cannot read {state_path} ({error}): is `globaltables up {topology_path}` running?")
+    secret_file = state.get("secret_file") or (topology.secret_file and str(topology.secret_file))
+    if not secret_file:
+        raise CommandError(f"{state_path}: no secret_file")
+    offsets = {region.name: region.clock_offset_ms for region in topology.regions}
+    return topology, RegionControlTarget.from_state(state, read_secret(Path(secret_file)), offsets)
+
+
+def cli_fault(topology: Topology, verb: str, operands: list[str], one_way: bool):
+    """The Fault of a one-shot CLI command (validated against the topology), or None for heal/run."""
+    names = topology.region_names
+    if verb not in CLI_VERBS:
+        raise FaultError(f"unknown verb {verb!r}; use one of {', '.join(CLI_VERBS)}")
+    arity = {"partition": 2, "latency": 3, "loss": 3, "skew": 2, "heal": (0, 1), "run": 1}.get(verb, 1)
+    if (isinstance(arity, tuple) and len(operands) not in arity) or (isinstance(arity, int) and len(operands) != arity):
+        raise FaultError(f"{verb}: wrong number of operands {operands!r}")
+    if verb == "heal":
+        if operands and operands != ["all"]:
+            raise FaultError(f"heal: expected nothing or 'all', got {operands[0]!r}")
+        return None
+    if verb == "run":
+        return None
+    fields: dict[str, Any] = {"one_way": one_way} if one_way else {}
+    if verb in ("partition", "latency", "loss"):
+        fields["between"] = operands[:2]
+        if verb == "latency":
+            fields["latency"] = operands[2]
+        elif verb == "loss":
+            try:
+                fields["rate"] = float(operands[2])
+            except ValueError:
+                raise FaultError(f"loss: rate {operands[2]!r} is not a number") from None
+    else:
+        fields["region"] = operands[0]
+        if verb == "skew":
+            fields["offset"] = operands[1]
+    return build(verb, fields, names)
+
+
+def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool, data_dir: Path | None,
+              seed: int | None = None) -> int:  # fmt: skip
+    try:
+        topology = load_topology(topology_path)
+        fault = cli_fault(topology, verb, operands, one_way)
+        schedule = None
+        if verb == "run":
+            witnesses = [r.name for r in topology.regions if r.role == "witness"]
+            schedule = load_schedule(operands[0], topology.region_names, witnesses, seed=seed)
+        topology, target = open_target(topology_path, data_dir)
+    except TopologyError as error:
+        for line in error.errors:
+            _err(line)
+        return 2
+    except ScheduleError as error:
+        for line in error.errors:
+            _err(line)
+        return 2
+    except (FaultError, CommandError, SecretError) as error:
+        _err(f"globaltables chaos: {error}")
+        return 2
+    try:
+        if verb == "heal":
+            target.heal_all()
+        elif verb == "run":
+            assert schedule is not None
+            history = History()
+            Controller(target, history, log=lambda line: print(line, flush=True)).run(schedule)
+            print(json.dumps({"faults": [op.to_dict() for op in history.faults()]}))
+        elif verb == "partition":
+            for source, receiver in fault.directions():
+                current = target.status(receiver)["transport"]["grudges"]
+                target.set_grudges(receiver, set(current) | {source})
+        elif verb in ("latency", "loss"):
+            for source, receiver in fault.directions():
+                changes = fault.link_changes()[(source, receiver)]
+                if verb == "latency":
+                    target.faults(
+                        source, {"latency": {receiver: {"latency_ms": changes["latency_ms"], "jitter_ms": 0}}}
+                    )
+                else:
+                    target.faults(source, {"links": {receiver: {"loss": changes["loss"]}}})
+        elif verb == "skew":
+            target.faults(fault.regions[0], {"clock_offset_ms": fault.params["offset_ms"]})
+        else:
+            target.process(fault.regions[0], verb)
+    except TargetError as error:
+        _err(f"globaltables chaos: {error}")
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------ check
+
+
+def dynamodb(endpoint: str, operation: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        endpoint, data=json.dumps(body).encode(), method="POST",
+        headers={"X-Amz-Target": f"DynamoDB_20120810.{operation}", "Content-Type": "application/x-amz-json-1.0",
+                 "Authorization": FAKE_SIGV4, "X-Amz-Date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def scan_all(endpoint: str, table: str, key_names: list[str], index: str | None = None) -> dict[str, dict]:
+    items: dict[str, dict] = {}
+    request: dict[str, Any] = {"TableName": table}
+    if index is not None:
+        request["IndexName"] = index
+    else:
+        request["ConsistentRead"] = True
+    while True:
+        answer = dynamodb(endpoint, "Scan", request)
+        for item in answer.get("Items", []):
+            items[key_id({name: item.get(name) for name in key_names})] = item
+        if not answer.get("LastEvaluatedKey"):
+            return items
+        request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+
+def replica_states(target: RegionControlTarget, replicas: list[str], tables: list[str]) -> dict:
+    """{region: {table or table/index/name: {key_id: item}}} of every replica."""
+    states: dict[str, dict[str, dict]] = {region: {} for region in replicas}
+    for region in replicas:
+        endpoint = target.endpoints[region]
+        for table in tables:
+            description = dynamodb(endpoint, "DescribeTable", {"TableName": table})["Table"]
+            key_names = [entry["AttributeName"] for entry in description["KeySchema"]]
+            states[region][table] = scan_all(endpoint, table, key_names)
+            for index in description.get("GlobalSecondaryIndexes", []):
+                names = key_names + [
+                    e["AttributeName"] for e in index["KeySchema"] if e["AttributeName"] not in key_names
+                ]
+                states[region][f"{table}/index/{index['IndexName']}"] = scan_all(
+                    endpoint, table, names, index["IndexName"]
+                )
+    return states
+
+
+def wait_quiescent(target: RegionControlTarget, regions: list[str], timeout_s: float) -> float:
+    """Seconds waited until two consecutive polls find every lane's acked == log_end; TimeoutError otherwise."""
+    start = time.monotonic()
+    streak = 0
+    while True:
+        settled = all(link["acked"] == link["log_end"] for region in regions for link in target.status(region)["links"])
+        streak = streak + 1 if settled else 0
+        if streak >= 2:
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"replication not quiescent after {timeout_s:.0f} s")
+        time.sleep(POLL_S)
+
+
+def run_check(topology_path: Path, data_dir: Path | None, timeout_s: float = QUIESCE_TIMEOUT_S) -> int:
+    try:
+        topology, target = open_target(topology_path, data_dir)
+        replicas = [region.name for region in topology.replicas]
+        waited = wait_quiescent(target, list(topology.region_names), timeout_s)
+        tables = [spec.definition["TableName"] for spec in topology.tables]
+        result = check_convergence(replica_states(target, replicas, tables))
+    except TopologyError as error:
+        for line in error.errors:
+            _err(line)
+        return 2
+    except (CommandError, SecretError, TargetError, TimeoutError, urllib.error.URLError, OSError, KeyError) as error:
+        _err(f"globaltables check: could not complete: {error}")
+        return 2
+    print(f"quiescent after {waited:.2f} s")
+    print(result)
+    return 0 if result.passed else 1
+
+
+def parse_seconds(text: str) -> float:
+    return parse_duration(text, "timeout")

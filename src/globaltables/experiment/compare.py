@@ -1,0 +1,247 @@
+"""`globaltables compare TOPOLOGY.yaml --modes mrec,mrsc [--chaos ...] [--out DIR]`: one experiment per mode.
+
+Each mode runs the topology's workload with the same seed (and chaos schedule) on a copy of the topology with
+`mode:` replaced (`DIR/<mode>/topology.yaml`); its full results land in `DIR/<mode>/`. A mode that cannot run — the
+copy is not a valid topology for that mode, or the regions do not run it (MRSC before issue 7) — is recorded as not
+run, with the reason, never with made-up numbers. Then `DIR/compare.json` (keyed by mode), `DIR/compare.md` and
+`DIR/compare.png`: write and read latency per region, errors, conflicts, replication lag, and next to every MRSC
+write latency the floor the topology predicts: one round trip to the nearest other member (replica or witness),
+since a strongly consistent write needs a quorum of two.
+
+Exit status: 0 every mode ran and passed its checks, 1 a checker failed, 2 a mode could not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .runner import EXIT_CHECK_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, run_experiment
+from .topology import Topology, TopologyError, load_topology
+
+WRITE_OPS = ("put", "update", "conditional_update", "delete")
+READ_OPS = ("get", "strong_get", "query")
+
+
+def mrsc_floor_ms(topology: Topology) -> dict[str, float]:
+    """Per replica: the round trip to its nearest other member (the least an MRSC write can take there)."""
+    floors = {}
+    for region in topology.replicas:
+        others = [
+            topology.link(region.name, other.name).latency_ms + topology.link(other.name, region.name).latency_ms
+            for other in topology.regions
+            if other.name != region.name
+        ]
+        floors[region.name] = min(others) if others else 0.0
+    return floors
+
+
+def mode_copy(topology_path: Path, mode: str, directory: Path) -> Path:
+    """The topology file with `mode:` replaced (secret_file made absolute, so it still resolves)."""
+    document = yaml.safe_load(topology_path.read_text())
+    document["mode"] = mode
+    if document.get("secret_file"):
+        document["secret_file"] = str((topology_path.parent / document["secret_file"]).resolve())
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "topology.yaml"
+    path.write_text(
+        f"# {topology_path} with mode: {mode} (written by globaltables compare)\n"
+        + yaml.safe_dump(document, sort_keys=False)
+    )
+    return path
+
+
+def _pick(latency: dict[str, dict], region: str, ops: tuple[str, ...]) -> dict[str, Any]:
+    return {op: latency.get(region, {}).get(op) for op in ops if op in latency.get(region, {})}
+
+
+def summarise(results: dict[str, Any], floors: dict[str, float] | None) -> dict[str, Any]:
+    latency = results["latency_ms"]
+    regions = sorted(latency)
+    summary = {
+        "ran": True,
+        "passed": all(check["passed"] for check in results["checks"]),
+        "checks": results["checks"],
+        "writes_ms": {region: _pick(latency, region, WRITE_OPS) for region in regions},
+        "reads_ms": {region: _pick(latency, region, READ_OPS) for region in regions},
+        "errors": results["errors"],
+        "conflicts": results["conflicts"],
+        "replication_lag_ms": results["replication_lag_ms"],
+    }
+    if floors is not None:
+        summary["write_floor_ms"] = floors
+    return summary
+
+
+async def compare(
+    topology_path: Path,
+    modes: list[str],
+    *,
+    chaos_path: Path | None,
+    seed: int,
+    out_dir: Path,
+    duration_s: float | None = None,
+    progress_stream=None,
+) -> tuple[int, dict[str, Any]]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    comparison: dict[str, Any] = {}
+    codes = []
+    for mode in modes:
+        directory = out_dir / mode
+        copy = mode_copy(topology_path, mode, directory)
+        try:
+            topology = load_topology(copy)
+        except TopologyError as error:
+            comparison[mode] = {"ran": False, "reason": f"not a valid {mode} topology: " + "; ".join(error.errors)}
+            codes.append(EXIT_INCOMPLETE)
+            continue
+        outcome = await run_experiment(
+            copy, chaos_path=chaos_path, seed=seed, out_dir=directory, duration_s=duration_s,
+            progress_stream=progress_stream,
+        )  # fmt: skip
+        codes.append(outcome.exit_code)
+        if outcome.results is None:
+            comparison[mode] = {"ran": False, "reason": outcome.reason}
+            continue
+        comparison[mode] = summarise(outcome.results, mrsc_floor_ms(topology) if mode == "mrsc" else None)
+        comparison[mode]["results"] = f"{mode}/results.json"
+    document = {"topology": str(topology_path), "seed": seed, "chaos": str(chaos_path) if chaos_path else None,
+                "modes": comparison}  # fmt: skip
+    (out_dir / "compare.json").write_text(json.dumps(document, indent=2) + "\n")
+    (out_dir / "compare.md").write_text(render(document))
+    _plot(out_dir, comparison)
+    if EXIT_INCOMPLETE in codes:
+        return EXIT_INCOMPLETE, document
+    return (EXIT_CHECK_FAILED if EXIT_CHECK_FAILED in codes else EXIT_PASSED), document
+
+
+def _ms(stats: dict | None, key: str) -> str:
+    if not stats or stats.get(key) is None:
+        return "–"
+    return f"{stats[key]:.1f}"
+
+
+def render(document: dict[str, Any]) -> str:
+    modes = document["modes"]
+    lines = [f"# compare: {document['topology']} (seed {document['seed']})", ""]
+    for mode, summary in modes.items():
+        if not summary["ran"]:
+            lines.append(f"- **{mode}: not run** — {summary['reason']}")
+        else:
+            verdict = "all checks passed" if summary["passed"] else "CHECKS FAILED"
+            lines.append(f"- **{mode}**: {verdict}; full results in `{summary['results']}`")
+    ran = {mode: summary for mode, summary in modes.items() if summary["ran"]}
+    if not ran:
+        return "\n".join(lines + ["", "No mode ran, so there is nothing to compare.", ""])
+    lines += ["", "## Writes (ms, p50 / p99 from intended start)", ""]
+    header = "| region | op |" + "".join(f" {mode} p50 | {mode} p99 |" for mode in ran)
+    if "mrsc" in ran:
+        header += " MRSC floor (RTT to nearest member) |"
+    lines += [header, "|" + " --- |" * (header.count("|") - 1)]
+    regions = sorted({region for summary in ran.values() for region in summary["writes_ms"]})
+    for kind in ("writes_ms", "reads_ms"):
+        if kind == "reads_ms":
+            lines += ["", "## Reads (ms, p50 / p99)", "", header.replace(" MRSC floor (RTT to nearest member) |", ""),
+                      "|" + " --- |" * (header.replace(" MRSC floor (RTT to nearest member) |", "").count("|") - 1)]  # fmt: skip
+        for region in regions:
+            ops = sorted({op for summary in ran.values() for op in summary[kind].get(region, {})})
+            for op in ops:
+                row = f"| {region} | {op} |"
+                for summary in ran.values():
+                    stats = summary[kind].get(region, {}).get(op)
+                    row += f" {_ms(stats, 'p50')} | {_ms(stats, 'p99')} |"
+                if kind == "writes_ms" and "mrsc" in ran:
+                    row += f" {ran['mrsc']['write_floor_ms'].get(region, '–')} |"
+                lines.append(row)
+    lines += ["", "## Errors, conflicts, replication lag", "", "| mode | errors | RWCE | LWW overwrites | lag p50 (ms, per link) |",
+              "| --- | --- | ---: | ---: | --- |"]  # fmt: skip
+    for mode, summary in ran.items():
+        errors = {}
+        for region_errors in summary["errors"].values():
+            for name, count in region_errors.items():
+                errors[name] = errors.get(name, 0) + count
+        lag = ", ".join(f"{link} {_ms(stats, 'p50')}" for link, stats in summary["replication_lag_ms"].items()) or "–"
+        lines.append(
+            f"| {mode} | {', '.join(f'{k} {v}' for k, v in errors.items()) or 'none'} | "
+            f"{summary['conflicts']['replicated_write_conflicts']} | {summary['conflicts']['lww_overwrites']} | {lag} |"
+        )
+    lines += ["", "![write latency per region and mode](compare.png)", ""]
+    return "\n".join(lines)
+
+
+def _plot(out_dir: Path, comparison: dict[str, Any]) -> None:
+    ran = {mode: summary for mode, summary in comparison.items() if summary["ran"]}
+    if not ran:
+        return
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    regions = sorted({region for summary in ran.values() for region in summary["writes_ms"]})
+    figure, axis = plt.subplots(figsize=(max(6, 2.2 * len(regions)), 4))
+    width = 0.8 / len(ran)
+    for index, (mode, summary) in enumerate(ran.items()):
+        values = []
+        for region in regions:
+            stats = summary["writes_ms"].get(region, {}).get("put") or next(
+                iter(summary["writes_ms"].get(region, {}).values()), None
+            )
+            values.append(stats["p50"] if stats and stats.get("p50") is not None else 0)
+        positions = [i + index * width for i in range(len(regions))]
+        axis.bar(positions, values, width, label=f"{mode} write p50")
+        if mode == "mrsc":
+            floors = [summary["write_floor_ms"].get(region, 0) for region in regions]
+            axis.scatter(positions, floors, marker="_", s=400, color="black", label="MRSC floor (RTT to nearest)")
+    axis.set_xticks([i + width * (len(ran) - 1) / 2 for i in range(len(regions))], regions)
+    axis.set_ylabel("ms")
+    axis.legend(fontsize=8)
+    axis.grid(True, axis="y", alpha=0.3)
+    figure.savefig(out_dir / "compare.png", dpi=100, bbox_inches="tight")
+    plt.close(figure)
+
+
+def compare_command(
+    topology_path: Path, modes_text: str, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s=None
+) -> int:
+    modes = [mode.strip() for mode in modes_text.split(",") if mode.strip()]
+    unknown = [mode for mode in modes if mode not in ("mrec", "mrsc")]
+    if not modes or unknown or len(set(modes)) != len(modes):
+        print(f"globaltables compare: --modes {modes_text!r}: list distinct modes from mrec, mrsc", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    try:
+        name = load_topology(topology_path).name
+    except TopologyError as error:
+        print("\n".join(error.errors), file=sys.stderr)
+        return EXIT_INCOMPLETE
+    out_dir = out_dir or Path("results") / f"{name}-compare-{time.strftime('%Y%m%d-%H%M%S')}"
+    code, document = asyncio.run(
+        compare(
+            topology_path,
+            modes,
+            chaos_path=chaos_path,
+            seed=seed,
+            out_dir=out_dir,
+            duration_s=duration_s,
+            progress_stream=sys.stderr,
+        )
+    )
+    for mode, summary in document["modes"].items():
+        print(
+            f"{mode}: "
+            + (
+                "ran, checks " + ("passed" if summary["passed"] else "FAILED")
+                if summary["ran"]
+                else f"not run — {summary['reason']}"
+            )
+        )
+    print(f"comparison: {out_dir / 'compare.md'}")
+    return code

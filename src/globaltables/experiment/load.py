@@ -1,0 +1,353 @@
+"""The open-loop load generator: an asyncio client of the DynamoDB wire protocol that records a History.
+
+Theory of operation
+- Open loop (no coordinated omission): operation i of a region is *intended* to start at `start + i / rate`. The
+  scheduler sleeps until that instant and launches it as its own task whatever earlier operations are doing; the
+  latency of an operation is measured from its intended start to its answer. A stalled region therefore shows up as
+  growing latency (and timeouts), not as fewer requests. `clients_per_region` caps requests in flight; the wait for
+  a free slot is part of the measured latency.
+- No SDK: one aiohttp POST per attempt, no retries, so every attempt is exactly one history operation (boto3 would
+  cost ~0.5 ms of CPU per call and hide its retries).
+- Each in-flight operation is a history process (`<region>/<n>`); a process is reused after a definite completion
+  and retired after an `info` one (Jepsen's rule: its request may still be in flight).
+- Classification (issue 8): 2xx → ok (writes carry the `x-globaltables-version` header); errors in
+  chaos.history.DEFINITE_ERRORS (ConditionalCheckFailed, Validation, ReplicatedWriteConflict, ...) → fail;
+  timeouts, 5xx and connection errors → info.
+- History names: put / update / delete / get / strong_get / query; a conditional_update is recorded as `update`
+  (it is a write for the checkers), its latency and errors under `conditional_update`.
+- Seeds: each region draws keys and operations from `rng.fork("workload/<region>")`, so `--seed` fixes what is asked
+  (and when), not how the answers interleave.
+- Replication lag probe: every `lag_probe_interval_s` each region writes its own probe key and every other replica
+  polls it (eventually consistent GetItem every PROBE_POLL_S) until the version is at least the one written. The lag
+  of link A->B is the time from A's acknowledgement to the sending of B's first read that returned it (resolution
+  PROBE_POLL_S). Probe writes and reads are history operations like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+from ..chaos.history import DEFINITE_ERRORS, History
+from ..runtime.clock import SystemClock
+from ..runtime.rng import Rng
+from .workload import KeyChooser, OperationChooser, Workload
+
+VERSION_HEADER = "x-globaltables-version"
+TARGET_PREFIX = "DynamoDB_20120810."
+PROBE_POLL_S = 0.005
+PROBE_GIVE_UP_S = 30.0
+# Any syntactically complete SigV4 header: the regions check its shape, not its signature.
+AUTHORIZATION = (
+    "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, "
+    "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=0000"
+)
+HISTORY_NAMES = {"conditional_update": "update"}
+
+
+@dataclass
+class Sample:
+    """One answered or failed attempt, for latency and throughput statistics."""
+
+    region: str
+    op: str
+    intended: float  # monotonic seconds
+    done: float
+    outcome: str  # ok | fail | info
+    error: str | None
+    measured: bool  # False during the warm-up (and for the lag probe)
+    probe: bool = False  # a replication-lag probe request, not workload
+
+
+@dataclass
+class LagSample:
+    source: str
+    target: str
+    at: float  # monotonic seconds of the acknowledgement at the source
+    lag_s: float
+
+
+class KeyCodec:
+    """Key index -> the table's DynamoDB key (hash, and range when the table has one)."""
+
+    def __init__(self, key_schema: list[dict], attribute_types: dict[str, str]) -> None:
+        self.hash_name = next(k["AttributeName"] for k in key_schema if k["KeyType"] == "HASH")
+        self.range_name = next((k["AttributeName"] for k in key_schema if k["KeyType"] == "RANGE"), None)
+        self.types = attribute_types
+
+    def _value(self, name: str, text: str, number: int) -> dict:
+        kind = self.types[name]
+        if kind == "N":
+            return {"N": str(number)}
+        if kind == "B":
+            return {"B": base64.b64encode(text.encode()).decode()}
+        return {"S": text}
+
+    def key(self, index: int) -> dict:
+        key = {self.hash_name: self._value(self.hash_name, f"k{index:06d}", index)}
+        if self.range_name is not None:
+            key[self.range_name] = self._value(self.range_name, "item", 0)
+        return key
+
+    def probe_key(self, region_index: int, region: str) -> dict:
+        key = {self.hash_name: self._value(self.hash_name, f"__lag__{region}", -1 - region_index)}
+        if self.range_name is not None:
+            key[self.range_name] = self._value(self.range_name, "item", 0)
+        return key
+
+
+def version_order(version: str) -> tuple[str, str]:
+    """`<hlc>/<region>` as a comparable tuple (the HLC text sorts like the timestamp)."""
+    hlc, _, region = version.rpartition("/")
+    return hlc, region
+
+
+class Answer:
+    __slots__ = ("body", "error", "outcome", "version")
+
+    def __init__(self, outcome: str, body: Any = None, version: str | None = None, error: str | None = None):
+        self.outcome, self.body, self.version, self.error = outcome, body, version, error
+
+
+class LoadGenerator:
+    def __init__(
+        self,
+        workload: Workload,
+        endpoints: dict[str, str],
+        table_definition: dict,
+        rng: Rng,
+        history: History | None = None,
+        clock: SystemClock | None = None,
+    ) -> None:
+        self.workload = workload
+        self.endpoints = endpoints
+        self.regions = [name for name in (workload.regions or endpoints) if name in endpoints]
+        self.probe_targets = list(endpoints)  # every replica is polled by the probe
+        self.clock = clock or SystemClock()
+        self.history = history if history is not None else History(self.clock)
+        types = {a["AttributeName"]: a["AttributeType"] for a in table_definition["AttributeDefinitions"]}
+        self.codec = KeyCodec(table_definition["KeySchema"], types)
+        self.table = workload.table
+        self.rng = rng
+        self.samples: list[Sample] = []
+        self.lag: list[LagSample] = []
+        self.pad = "x" * workload.item_bytes
+        self._free: dict[str, list[str]] = {region: [] for region in endpoints}
+        self._next_process: dict[str, int] = {region: 0 for region in endpoints}
+        self._sequence = 0
+        self.session: aiohttp.ClientSession | None = None
+        self.sent = 0
+        self.completed = 0
+        self.errors = 0
+        self.stop_probes = asyncio.Event()
+
+    # ------------------------------------------------------------------------------------------ wire
+
+    async def call(self, region: str, operation: str, body: dict) -> Answer:
+        assert self.session is not None
+        headers = {
+            "X-Amz-Target": TARGET_PREFIX + operation,
+            "Content-Type": "application/x-amz-json-1.0",
+            "Authorization": AUTHORIZATION,
+            "X-Amz-Date": "20260101T000000Z",
+        }
+        try:
+            async with self.session.post(
+                self.endpoints[region] + "/",
+                data=orjson.dumps(body),
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=self.workload.timeout_s),
+            ) as response:
+                raw = await response.read()
+                version = response.headers.get(VERSION_HEADER)
+                status = response.status
+        except TimeoutError:
+            return Answer("info", error="Timeout")
+        except (aiohttp.ClientError, OSError):
+            return Answer("info", error="ConnectionError")
+        try:
+            parsed = orjson.loads(raw) if raw else {}
+        except orjson.JSONDecodeError:
+            parsed = {}
+        if status == 200:
+            return Answer("ok", parsed, version)
+        error = str(parsed.get("__type", "")).rpartition("#")[2] or f"HTTP{status}"
+        outcome = "fail" if status < 500 and error in DEFINITE_ERRORS else "info"
+        return Answer(outcome, parsed, version, error)
+
+    # ---------------------------------------------------------------------------------------- processes
+
+    def _acquire_process(self, region: str) -> str:
+        free = self._free[region]
+        if free:
+            return free.pop()
+        self._next_process[region] += 1
+        return f"{region}/{self._next_process[region]}"
+
+    def _release_process(self, region: str, process: str, outcome: str) -> None:
+        if outcome != "info":  # an info request may still be in flight: never reuse its process
+            self._free[region].append(process)
+
+    def _unique_value(self, region: str) -> str:
+        self._sequence += 1
+        return f"{region}:{self._sequence}"
+
+    # -------------------------------------------------------------------------------------- operations
+
+    def request(self, op: str, key: dict, value: str | None) -> tuple[str, dict]:
+        table = self.table
+        if op == "put":
+            item = {**key, "value": {"S": value}, "pad": {"S": self.pad}}
+            return "PutItem", {"TableName": table, "Item": item}
+        if op in ("update", "conditional_update"):
+            body = {
+                "TableName": table,
+                "Key": key,
+                "UpdateExpression": "SET #v = :v, #p = :p",
+                "ExpressionAttributeNames": {"#v": "value", "#p": "pad"},
+                "ExpressionAttributeValues": {":v": {"S": value}, ":p": {"S": self.pad}},
+            }
+            if op == "conditional_update":
+                body["ConditionExpression"] = "attribute_exists(#v)"
+            return "UpdateItem", body
+        if op == "delete":
+            return "DeleteItem", {"TableName": table, "Key": key}
+        if op in ("get", "strong_get"):
+            return "GetItem", {"TableName": table, "Key": key, "ConsistentRead": op == "strong_get"}
+        if op == "query":
+            name = self.codec.hash_name
+            return "Query", {
+                "TableName": table,
+                "KeyConditionExpression": "#h = :h",
+                "ExpressionAttributeNames": {"#h": name},
+                "ExpressionAttributeValues": {":h": key[name]},
+            }
+        raise ValueError(f"unknown operation {op!r}")
+
+    @staticmethod
+    def read_value(op: str, body: Any) -> Any:
+        if not isinstance(body, dict):
+            return None
+        if op == "query":
+            items = body.get("Items") or []
+            return [item.get("value", {}).get("S") for item in items] if items else None
+        item = body.get("Item")
+        return None if item is None else item.get("value", {}).get("S")
+
+    async def execute(
+        self,
+        region: str,
+        op: str,
+        key: dict,
+        intended: float,
+        measured: bool,
+        slots: asyncio.Semaphore,
+        probe: bool = False,
+    ) -> Answer:
+        async with slots:
+            is_write = op in ("put", "update", "conditional_update", "delete")
+            value = self._unique_value(region) if is_write and op != "delete" else None
+            process = self._acquire_process(region)
+            invocation = self.history.invoke(process, region, HISTORY_NAMES.get(op, op), self.table, key, value)
+            self.sent += 1
+            operation, body = self.request(op, key, value)
+            answer = await self.call(region, operation, body)
+            done = self.clock.monotonic()
+            if answer.outcome == "ok":
+                read = None if is_write else self.read_value(op, answer.body)
+                self.history.ok(invocation, value=read, version=answer.version)
+            else:
+                self.errors += not probe
+                self.history.complete(invocation, answer.outcome, error=answer.error)
+            self._release_process(region, process, answer.outcome)
+            self.completed += 1
+            self.samples.append(Sample(region, op, intended, done, answer.outcome, answer.error, measured, probe))
+            return answer
+
+    # ------------------------------------------------------------------------------------------ driving
+
+    async def drive(self, region: str, start: float, measure_from: float, stop: float) -> None:
+        """Launch this region's operations at their intended times from `start` until `stop`; wait for them."""
+        region_rng = self.rng.fork(f"workload/{region}")
+        keys = KeyChooser(self.workload, region_rng.fork("keys"))
+        ops = OperationChooser(self.workload, region_rng.fork("ops"))
+        slots = asyncio.Semaphore(self.workload.clients_per_region)
+        interval = 1.0 / self.workload.rate_per_region
+        tasks: set[asyncio.Task] = set()
+        index = 0
+        while True:
+            intended = start + index * interval
+            if intended >= stop:
+                break
+            delay = intended - self.clock.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            op, key = ops.next(), self.codec.key(keys.next())
+            task = asyncio.create_task(self.execute(region, op, key, intended, intended >= measure_from, slots))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            index += 1
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def probe(self, region_index: int, source: str) -> None:
+        """Write the source's probe key periodically; measure when each other replica first returns it."""
+        interval = self.workload.lag_probe_interval_s
+        key = self.codec.probe_key(region_index, source)
+        slots = asyncio.Semaphore(1)
+        while not self.stop_probes.is_set():
+            began = self.clock.monotonic()
+            answer = await self.execute(source, "put", key, began, False, slots, probe=True)
+            acked = self.clock.monotonic()
+            if answer.outcome == "ok" and answer.version:
+                wanted = version_order(answer.version)
+                targets = [target for target in self.probe_targets if target != source]
+                await asyncio.gather(*(self._watch(source, target, key, wanted, acked) for target in targets))
+            remaining = began + interval - self.clock.monotonic()
+            if remaining > 0:
+                try:
+                    await asyncio.wait_for(self.stop_probes.wait(), remaining)
+                except TimeoutError:
+                    pass
+
+    async def _watch(self, source: str, target: str, key: dict, wanted: tuple[str, str], acked: float) -> None:
+        slots = asyncio.Semaphore(1)
+        deadline = acked + PROBE_GIVE_UP_S
+        while self.clock.monotonic() < deadline:
+            sent = self.clock.monotonic()
+            answer = await self.execute(target, "get", key, sent, False, slots, probe=True)
+            if answer.outcome == "ok" and answer.version and version_order(answer.version) >= wanted:
+                self.lag.append(LagSample(source, target, acked, max(0.0, sent - acked)))
+                return
+            await asyncio.sleep(PROBE_POLL_S)
+
+    async def run(
+        self, warmup_s: float, duration_s: float, on_start: Callable[[float], None] | None = None
+    ) -> tuple[float, float]:
+        """Warm up, then load for `duration_s`; (measure start, measure end) in monotonic seconds."""
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            self.session = session
+            start = self.clock.monotonic() + 0.05
+            measure_from = start + warmup_s
+            stop = measure_from + duration_s
+            if on_start is not None:
+                on_start(measure_from)
+            probes = []
+            if self.workload.lag_probe_interval_s > 0 and len(self.endpoints) > 1:
+                probes = [
+                    asyncio.create_task(self.probe(index, region))
+                    for index, region in enumerate(self.endpoints)
+                    if region in self.regions
+                ]
+            await asyncio.gather(*(self.drive(region, start, measure_from, stop) for region in self.regions))
+            self.stop_probes.set()
+            await asyncio.gather(*probes, return_exceptions=True)
+            self.session = None
+        return measure_from, stop

@@ -1,0 +1,172 @@
+"""results.json: the numbers of one experiment, in the stable schema docs/results.md documents (and SCHEMA checks).
+
+Latency statistics come from raw samples (an experiment has 10^3..10^6 of them): nearest-rank percentiles over the
+exact values, in milliseconds rounded to 0.001.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .load import LagSample, Sample
+
+RESULTS_VERSION = 1
+PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
+
+
+def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """Nearest rank: the smallest value with at least pct% of the values at or below it."""
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def summary_ms(values_s: Iterable[float], keys: Sequence[tuple[str, float]] = PERCENTILES) -> dict[str, Any]:
+    values = sorted(value * 1000.0 for value in values_s)
+    result: dict[str, Any] = {"count": len(values)}
+    for name, pct in keys:
+        result[name] = round(percentile(values, pct), 3) if values else None
+    result["max"] = round(values[-1], 3) if values else None
+    return result
+
+
+def latency_table(samples: Iterable[Sample]) -> dict[str, dict[str, dict[str, Any]]]:
+    """latency_ms[region][op]: answered attempts (ok or fail) of the measured period, from intended start."""
+    grouped: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for sample in samples:
+        if sample.measured and sample.outcome != "info":
+            grouped[sample.region][sample.op].append(sample.done - sample.intended)
+    return {
+        region: {op: summary_ms(values) for op, values in sorted(ops.items())}
+        for region, ops in sorted(grouped.items())
+    }
+
+
+def error_table(samples: Iterable[Sample], regions: Iterable[str]) -> dict[str, dict[str, int]]:
+    errors: dict[str, Counter] = {region: Counter() for region in regions}
+    for sample in samples:
+        if sample.error is not None and not sample.probe:
+            errors.setdefault(sample.region, Counter())[sample.error] += 1
+    return {region: dict(sorted(counter.items())) for region, counter in sorted(errors.items())}
+
+
+def outcome_table(samples: Iterable[Sample]) -> dict[str, dict[str, int]]:
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for sample in samples:
+        if not sample.probe:
+            counts[sample.region][sample.outcome] += 1
+    return {region: {k: counts[region].get(k, 0) for k in ("ok", "fail", "info")} for region in sorted(counts)}
+
+
+def lag_table(lag: Iterable[LagSample]) -> dict[str, dict[str, Any]]:
+    grouped: dict[str, list[float]] = defaultdict(list)
+    for sample in lag:
+        grouped[f"{sample.source}->{sample.target}"].append(sample.lag_s)
+    return {link: summary_ms(values, (("p50", 50.0), ("p99", 99.0))) for link, values in sorted(grouped.items())}
+
+
+def timeline(samples: Iterable[Sample], origin: float, bucket_s: float = 1.0) -> list[dict[str, Any]]:
+    """Per second since `origin` (the start of measurement): completions and p99 latency, all regions together."""
+    buckets: dict[int, list[float]] = defaultdict(list)
+    for sample in samples:
+        if sample.outcome != "info" and not sample.probe:
+            buckets[math.floor((sample.done - origin) / bucket_s)].append(sample.done - sample.intended)
+    rows = []
+    for index in sorted(buckets):
+        values = sorted(v * 1000.0 for v in buckets[index])
+        rows.append({"t_s": index * bucket_s, "completed": len(values), "p99_ms": round(percentile(values, 99), 3)})
+    return rows
+
+
+# The schema the tests hold results.json to; docs/results.md explains every field.
+_STATS = {
+    "type": "object",
+    "required": ["count", "p50", "p90", "p99", "p999", "max"],
+    "properties": {
+        "count": {"type": "integer", "minimum": 0},
+        **{k: {"type": ["number", "null"]} for k in ("p50", "p90", "p99", "p999", "max")},
+    },
+}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "results_version",
+        "name",
+        "topology",
+        "mode",
+        "seed",
+        "regions",
+        "workload",
+        "chaos",
+        "started_at",
+        "duration_s",
+        "throughput",
+        "latency_ms",
+        "outcomes",
+        "errors",
+        "replication_lag_ms",
+        "conflicts",
+        "checks",
+        "convergence_ms",
+        "quiesced",
+        "faults",
+        "completed",
+    ],
+    "properties": {
+        "results_version": {"const": RESULTS_VERSION},
+        "name": {"type": "string"},
+        "topology": {"type": "string"},
+        "mode": {"enum": ["mrec", "mrsc"]},
+        "seed": {"type": "integer"},
+        "regions": {"type": "array", "items": {"type": "string"}},
+        "workload": {"type": "object", "required": ["table", "duration_s", "rate_per_region", "mix"]},
+        "chaos": {"type": ["string", "null"]},
+        "started_at": {"type": "string"},
+        "duration_s": {"type": "number"},
+        "throughput": {
+            "type": "object",
+            "additionalProperties": {"type": "object", "required": ["target_per_s", "achieved_per_s"]},
+        },
+        "latency_ms": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": _STATS}},
+        "outcomes": {"type": "object", "additionalProperties": {"type": "object", "required": ["ok", "fail", "info"]}},
+        "errors": {
+            "type": "object",
+            "additionalProperties": {"type": "object", "additionalProperties": {"type": "integer"}},
+        },
+        "replication_lag_ms": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[^>]+->[^>]+$"},
+            "additionalProperties": {"type": "object", "required": ["count", "p50", "p99", "max"]},
+        },
+        "conflicts": {
+            "type": "object",
+            "required": ["replicated_write_conflicts", "lww_overwrites", "replicated_records"],
+            "properties": {
+                k: {"type": "integer"} for k in ("replicated_write_conflicts", "lww_overwrites", "replicated_records")
+            },
+        },
+        "checks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "passed", "detail"],
+                "properties": {"name": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}},
+            },
+        },
+        "convergence_ms": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["after", "ms"],
+                "properties": {"ms": {"type": ["number", "null"]}},
+            },
+        },
+        "quiesced": {"type": "boolean"},
+        "faults": {"type": "array"},
+        "completed": {"type": "boolean"},
+    },
+}

@@ -1,0 +1,573 @@
+"""`globaltables run TOPOLOGY.yaml [--chaos chaos/X.yaml] [--seed N] [--out DIR]`: one whole experiment.
+
+Steps: start the topology's regions (the `up` Supervisor, in-process, on a throw-away state dir) → they create the
+declared tables → warm-up and measured load (experiment/load.py) → stop the load → quiesce (every lane's acked ==
+log_end on two consecutive polls of each region's /control/status, as `globaltables check` waits) → read every
+replica's final items (consistent Scans) → checkers (chaos/checkers: lww for MREC, convergence) → stop the regions →
+write DIR: results.json (docs/results.md), history.jsonl, final_state.jsonl, report.md, *.png, logs/.
+
+Exit status: 0 every checker passed, 1 a checker failed, 2 the run could not complete (bad files, regions that
+would not start, a mode the regions do not run). `--chaos` needs the chaos controller (issue 8); until it exists
+the option is refused with exit 2 before anything starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import aiohttp
+import orjson
+
+from ..chaos.checkers.convergence import check_convergence
+from ..chaos.checkers.lww import check_lww
+from ..chaos.checkers.result import CheckResult
+from ..chaos.history import History, key_id
+from ..region.http_transport import SECRET_HEADER
+from ..runtime.clock import SystemClock
+from ..runtime.rng import Rng
+from . import results as results_module
+from .load import LoadGenerator
+from .supervisor import Supervisor, SupervisorError
+from .topology import Topology, TopologyError, load_topology
+from .workload import Workload, parse_workload
+
+EXIT_PASSED, EXIT_CHECK_FAILED, EXIT_INCOMPLETE = 0, 1, 2
+READY_TIMEOUT_S = 120.0
+STATUS_POLL_S = 0.05
+DEFAULT_SEED = 1
+
+
+class RunAborted(RuntimeError):
+    """The experiment could not complete; the message says why (exit status 2)."""
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int
+    out_dir: Path | None
+    results: dict[str, Any] | None = None
+    reason: str | None = None
+
+
+@dataclass
+class Progress:
+    """What the live progress line shows."""
+
+    phase: str = "starting"
+    began: float = field(default_factory=time.monotonic)
+    load: LoadGenerator | None = None
+    measure_from: float | None = None
+    duration_s: float = 0.0
+    controller: Any = None
+
+    def line(self) -> str:
+        parts = [f"[{self.phase}]"]
+        load = self.load
+        if load is not None and self.measure_from is not None:
+            elapsed = time.monotonic() - self.measure_from
+            shown = max(0.0, min(elapsed, self.duration_s))
+            parts.append(f"{shown:5.1f}/{self.duration_s:.0f} s")
+            recent = [s for s in load.samples[-5000:] if s.done > time.monotonic() - 1.0 and not s.probe]
+            parts.append(f"rate {len(recent):4d}/s")
+            parts.append(f"in flight {load.sent - load.completed:3d}")
+            parts.append(f"errors {load.errors}")
+        active = []
+        if self.controller is not None:
+            active = [f"{f.verb} {'/'.join(f.regions)}" for f in list(self.controller.active)]
+        parts.append(f"faults: {', '.join(active) if active else 'none'}")
+        return "  ".join(parts)
+
+
+async def _show_progress(progress: Progress, stream: IO[str]) -> None:
+    interactive = stream.isatty()
+    last_plain = 0.0
+    try:
+        while True:
+            await asyncio.sleep(0.5)
+            line = progress.line()
+            if interactive:
+                stream.write("\r\x1b[2K" + line)
+                stream.flush()
+            elif time.monotonic() - last_plain >= 5.0:
+                stream.write(line + "\n")
+                stream.flush()
+                last_plain = time.monotonic()
+    finally:
+        if interactive:
+            stream.write("\r\x1b[2K")
+            stream.flush()
+
+
+class _ReadyWatcher:
+    """The supervisor's stdout: it prints JSON lines, the last being {"ready": true}."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.lines: list[dict] = []
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                self.lines.append(record)
+                if record == {"ready": True}:
+                    self.ready.set()
+
+    def flush(self) -> None:
+        pass
+
+
+# --------------------------------------------------------------------------------------------- region calls
+
+
+class Regions:
+    """Control-API and data reads against the running regions."""
+
+    def __init__(self, endpoints: dict[str, str], secret: str, session: aiohttp.ClientSession) -> None:
+        self.endpoints = endpoints
+        self.secret = secret
+        self.session = session
+
+    async def status(self, region: str) -> dict:
+        async with self.session.get(
+            f"{self.endpoints[region]}/control/status", headers={SECRET_HEADER: self.secret}
+        ) as response:
+            response.raise_for_status()
+            return await response.json()
+
+    async def quiesced(self) -> bool:
+        for region in self.endpoints:
+            status = await self.status(region)
+            if any(link["acked"] != link["log_end"] for link in status.get("links", [])):
+                return False
+        return True
+
+    async def wait_quiesced(self, timeout: float) -> float | None:
+        """Seconds until two consecutive polls find every lane drained; None when `timeout` passed first."""
+        began = time.monotonic()
+        streak = 0
+        while time.monotonic() - began < timeout:
+            try:
+                streak = streak + 1 if await self.quiesced() else 0
+            except (TimeoutError, aiohttp.ClientError, OSError):
+                streak = 0
+            if streak >= 2:
+                return time.monotonic() - began
+            await asyncio.sleep(STATUS_POLL_S)
+        return None
+
+    async def scan(self, region: str, table: str, key_names: list[str]) -> dict[str, dict]:
+        from .load import AUTHORIZATION, TARGET_PREFIX
+
+        items: dict[str, dict] = {}
+        request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        headers = {
+            "X-Amz-Target": TARGET_PREFIX + "Scan",
+            "Content-Type": "application/x-amz-json-1.0",
+            "Authorization": AUTHORIZATION,
+            "X-Amz-Date": "20260101T000000Z",
+        }
+        while True:
+            async with self.session.post(
+                self.endpoints[region] + "/", data=orjson.dumps(request), headers=headers
+            ) as response:
+                body = orjson.loads(await response.read())
+                if response.status != 200:
+                    raise RunAborted(f"reading the final state of {table} in {region} failed: {body}")
+            for item in body.get("Items", []):
+                items[key_id({name: item[name] for name in key_names})] = item
+            last = body.get("LastEvaluatedKey")
+            if not last:
+                return dict(sorted(items.items()))
+            request = {**request, "ExclusiveStartKey": last}
+
+
+# ------------------------------------------------------------------------------------------------ checkers
+
+
+def run_checkers(mode: str, history: History, final_states: dict) -> list[CheckResult]:
+    checks = [check_convergence(final_states, history=history)]
+    if mode == "mrec":
+        checks.insert(0, check_lww(history, final_states))
+    return checks
+
+
+def read_final_states(path: Path) -> dict:
+    """final_state.jsonl: one line per (region, table, key): {"region", "table", "key", "item"}."""
+    states: dict[str, dict[str, dict[str, Any]]] = {}
+    for line in path.read_bytes().splitlines():
+        if line.strip():
+            record = orjson.loads(line)
+            states.setdefault(record["region"], {}).setdefault(record["table"], {})
+            if record.get("key") is not None:
+                states[record["region"]][record["table"]][record["key"]] = record["item"]
+    return states
+
+
+def write_final_states(path: Path, states: dict) -> None:
+    with open(path, "wb") as file:
+        for region, tables in sorted(states.items()):
+            for table, items in sorted(tables.items()):
+                # An empty table still gets a line, so an empty replica is distinguishable from a missing one.
+                if not items:
+                    file.write(orjson.dumps({"region": region, "table": table, "key": None, "item": None}) + b"\n")
+                file.writelines(
+                    orjson.dumps({"region": region, "table": table, "key": key, "item": item}) + b"\n"
+                    for key, item in items.items()
+                )
+
+
+def write_samples(path: Path, samples: list, origin: float) -> None:
+    """samples.csv: one row per attempt; latency from the intended start (what latency_ms summarises)."""
+    import csv
+
+    with open(path, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["region", "op", "intended_s", "latency_ms", "outcome", "error", "measured", "probe"])
+        for s in samples:
+            writer.writerow([
+                s.region, s.op, f"{s.intended - origin:.6f}", f"{(s.done - s.intended) * 1000.0:.3f}",
+                s.outcome, s.error or "", "1" if s.measured else "0", "1" if s.probe else "0",
+            ])  # fmt: skip
+
+
+def check_results_dir(directory: Path, out: IO[str] = sys.stdout) -> int:
+    """`globaltables check --results DIR`: rerun the checkers on a finished run's history and final state."""
+    try:
+        results = json.loads((directory / "results.json").read_text())
+        history = History.read_jsonl(directory / "history.jsonl")
+        states = read_final_states(directory / "final_state.jsonl")
+    except (OSError, ValueError, KeyError) as error:
+        print(f"globaltables check: {directory}: cannot read the results: {error}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    checks = run_checkers(results.get("mode", "mrec"), history, states)
+    for check in checks:
+        print(str(check), file=out)
+    return EXIT_PASSED if all(check.passed for check in checks) else EXIT_CHECK_FAILED
+
+
+# --------------------------------------------------------------------------------------------------- the run
+
+
+def default_out_dir(topology: Topology) -> Path:
+    return Path("results") / f"{topology.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def load_experiment(topology_path: Path) -> tuple[Topology, Workload]:
+    topology = load_topology(topology_path)
+    if topology.workload is None:
+        raise RunAborted(f"{topology_path}: workload: is required to run an experiment (see docs/results.md)")
+    replicas = [region.name for region in topology.replicas]
+    return topology, parse_workload(topology.workload, replicas)
+
+
+def load_chaos(chaos_path: Path | None, topology: Topology, seed: int):
+    """The chaos Schedule (issue 8's format) for this topology, or None; RunAborted lists every problem."""
+    if chaos_path is None:
+        return None
+    try:
+        from ..chaos.schedule import ScheduleError, load_schedule
+    except ImportError:
+        raise RunAborted(f"--chaos {chaos_path}: this build has no chaos controller (issue 8)") from None
+    witnesses = [region.name for region in topology.regions if region.role == "witness"]
+    try:
+        return load_schedule(chaos_path, list(topology.region_names), witnesses, seed=seed)
+    except ScheduleError as error:
+        raise RunAborted("\n".join(error.errors)) from None
+
+
+class _LoopFaults:
+    """The controller runs on a thread; its fault records are appended on the event loop's thread, so history
+    indexes stay consecutive. Times are taken when the fault happens, on the controller's thread."""
+
+    def __init__(self, history: History, loop: asyncio.AbstractEventLoop, clock: SystemClock) -> None:
+        self.history, self.loop, self.clock = history, loop, clock
+
+    def fault(self, f: str, value: Any = None, region: str | None = None) -> None:
+        mono, wall = self.clock.monotonic(), self.clock.wall_time()
+        self.loop.call_soon_threadsafe(lambda: self.history.fault(f, value, region, mono=mono, wall=wall))
+
+
+async def run_experiment(
+    topology_path: Path,
+    *,
+    chaos_path: Path | None = None,
+    seed: int = DEFAULT_SEED,
+    out_dir: Path | None = None,
+    duration_s: float | None = None,
+    progress_stream: IO[str] | None = None,
+    make_plots: bool = True,
+) -> RunOutcome:
+    """Run one experiment end to end; never raises for a run that could not complete (exit code 2 instead)."""
+    try:
+        topology, workload = load_experiment(topology_path)
+    except TopologyError as error:
+        return RunOutcome(EXIT_INCOMPLETE, None, reason=str(error))
+    except RunAborted as error:
+        return RunOutcome(EXIT_INCOMPLETE, None, reason=str(error))
+    if duration_s is not None:
+        workload = workload.with_overrides(duration_s=duration_s)
+    try:
+        schedule = load_chaos(chaos_path, topology, seed)
+    except RunAborted as error:
+        return RunOutcome(EXIT_INCOMPLETE, None, reason=str(error))
+    if schedule is not None and schedule.end_s > workload.duration_s:
+        workload = workload.with_overrides(duration_s=schedule.end_s)  # load runs until the final heal
+    out_dir = out_dir if out_dir is not None else default_out_dir(topology)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state_dir = Path(tempfile.mkdtemp(prefix=f"globaltables-run-{topology.name}-"))
+    progress = Progress(duration_s=workload.duration_s)
+    supervisor = Supervisor(topology, Path(topology_path), state_dir, _ReadyWatcher())  # type: ignore[arg-type]
+    watcher: _ReadyWatcher = supervisor.out  # type: ignore[assignment]
+    supervised = asyncio.create_task(supervisor.run())
+    shower = asyncio.create_task(_show_progress(progress, progress_stream)) if progress_stream else None
+    started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    try:
+        results = await _experiment(
+            topology,
+            workload,
+            seed,
+            chaos_path,
+            schedule,
+            supervisor,
+            watcher,
+            supervised,
+            progress,
+            out_dir,
+            started_at,
+        )
+    except (TimeoutError, RunAborted, SupervisorError, OSError, aiohttp.ClientError) as error:
+        return RunOutcome(
+            EXIT_INCOMPLETE,
+            out_dir,
+            reason=f"{type(error).__name__}: {error}" if not isinstance(error, RunAborted) else str(error),
+        )
+    finally:
+        progress.phase = "stopping"
+        supervisor.request_stop()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(supervised, 60)
+        if shower is not None:
+            shower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await shower
+        with contextlib.suppress(OSError):
+            if (state_dir / "logs").exists():
+                shutil.copytree(state_dir / "logs", out_dir / "logs", dirs_exist_ok=True)
+        shutil.rmtree(state_dir, ignore_errors=True)
+    from .report import write_report
+
+    write_report(out_dir, results, topology, make_plots=make_plots)
+    passed = all(check["passed"] for check in results["checks"])
+    return RunOutcome(EXIT_PASSED if passed else EXIT_CHECK_FAILED, out_dir, results)
+
+
+async def _experiment(
+    topology: Topology,
+    workload: Workload,
+    seed: int,
+    chaos_path: Path | None,
+    schedule: Any,
+    supervisor: Supervisor,
+    watcher: _ReadyWatcher,
+    supervised: asyncio.Task,
+    progress: Progress,
+    out_dir: Path,
+    started_at: str,
+) -> dict[str, Any]:
+    ready = asyncio.create_task(watcher.ready.wait())
+    done, _ = await asyncio.wait({ready, supervised}, timeout=READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+    if ready not in done:
+        ready.cancel()
+        if supervised.done():
+            error = supervised.exception()
+            raise RunAborted(f"the regions did not start: {error or 'the supervisor exited'}")
+        raise RunAborted(f"the regions were not ready after {READY_TIMEOUT_S:.0f} s")
+    replicas = [region.name for region in topology.replicas]
+    endpoints = {name: supervisor.children[name].endpoint for name in replicas}
+    clock = SystemClock()
+    history = History(clock)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        regions = Regions(endpoints, supervisor.secret, session)
+        await _require_mode(topology, regions)
+        table = next(spec for spec in topology.tables if spec.name == workload.table)
+        load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), history, clock)
+        progress.load, progress.phase = load, "load"
+
+        chaos_task: asyncio.Future | None = None
+        controller = None
+        if schedule is not None:
+            from ..chaos.controller import Controller
+            from ..chaos.target import RegionControlTarget
+
+            target = RegionControlTarget(
+                {name: child.endpoint for name, child in supervisor.children.items()},
+                supervisor.secret,
+                supervisor.control_url,
+                {region.name: region.clock_offset_ms for region in topology.regions},
+            )
+            chaos_log = open(out_dir / "chaos.log", "w")  # noqa: SIM115, ASYNC230 - tiny; closed after the run
+            controller = Controller(target, _LoopFaults(history, asyncio.get_running_loop(), clock),
+                                    log=lambda line: (chaos_log.write(line + "\n"), chaos_log.flush()))  # fmt: skip
+            progress.controller = controller
+
+        def started(measure_from: float) -> None:
+            nonlocal chaos_task
+            progress.measure_from = measure_from
+            if controller is not None:
+
+                def run_schedule() -> None:
+                    time.sleep(max(0.0, measure_from - time.monotonic()))
+                    controller.run(schedule, quiet=False)
+
+                chaos_task = asyncio.ensure_future(asyncio.to_thread(run_schedule))
+
+        measure_from, measure_to = await load.run(workload.warmup_s, workload.duration_s, started)
+        if chaos_task is not None:
+            progress.phase = "healing"
+            await chaos_task
+            chaos_log.close()
+        await asyncio.sleep(0)  # let the controller's last fault records land in the history
+        progress.phase = "quiescing"
+        waited = await regions.wait_quiesced(workload.quiesce_timeout_s)
+        drained = time.monotonic()
+        convergence = [{"after": "end of load", "ms": None if waited is None else round(waited * 1000.0, 1)}]
+        heals = [op for op in history.faults() if op.f == "heal" and (op.value or {}).get("phase") == "final"]
+        if heals and waited is not None:
+            convergence.append({"after": "final heal", "ms": round((drained - heals[-1].mono) * 1000.0, 1)})
+        if schedule is not None and schedule.quiet_s > 0:
+            await asyncio.sleep(schedule.quiet_s)  # the schedule's quiet period before the checkers read
+        progress.phase = "checking"
+        statuses = {name: await regions.status(name) for name in replicas}
+        states: dict[str, dict[str, dict]] = {}
+        for name in replicas:
+            states[name] = {}
+            for spec in topology.tables:
+                key_names = [k["AttributeName"] for k in spec.definition["KeySchema"]]
+                states[name][spec.name] = await regions.scan(name, spec.name, key_names)
+    checks = run_checkers(topology.mode, history, states)
+    if waited is None:
+        checks.append(
+            CheckResult("quiescence", False, f"replication did not drain within {workload.quiesce_timeout_s:.0f} s")
+        )
+    history.write_jsonl(out_dir / "history.jsonl")
+    write_samples(out_dir / "samples.csv", load.samples, measure_from)
+    write_final_states(out_dir / "final_state.jsonl", states)
+    (out_dir / "checks.txt").write_text("\n".join(str(check) for check in checks) + "\n")
+    measured = measure_to - measure_from
+    samples = load.samples
+    rwce = sum(1 for s in samples if s.error == "ReplicatedWriteConflictException")
+    applied = sum(status.get("received", {}).get("applied_records", 0) for status in statuses.values())
+    won = sum(status.get("received", {}).get("won", 0) for status in statuses.values())
+    throughput = {}
+    for region in load.regions:
+        count = sum(1 for s in samples if s.region == region and s.measured and s.outcome != "info")
+        throughput[region] = {
+            "target_per_s": workload.rate_per_region,
+            "achieved_per_s": round(count / measured, 2) if measured > 0 else 0.0,
+        }
+    wl = asdict(workload)
+    wl["mix"] = dict(workload.mix)
+    wl["regions"] = list(workload.regions or [])
+    return {
+        "results_version": results_module.RESULTS_VERSION,
+        "name": f"{topology.name}",
+        "topology": topology.name,
+        "mode": topology.mode,
+        "seed": seed,
+        "regions": list(topology.region_names),
+        "links_ms": {
+            f"{a}->{b}": topology.link(a, b).latency_ms
+            for a in topology.region_names
+            for b in topology.region_names
+            if a != b
+        },
+        "workload": wl,
+        "chaos": str(chaos_path) if chaos_path else None,
+        "chaos_seed": getattr(schedule, "seed", None),
+        "started_at": started_at,
+        "duration_s": round(measured, 3),
+        "throughput": throughput,
+        "latency_ms": results_module.latency_table(samples),
+        "outcomes": results_module.outcome_table(samples),
+        "errors": results_module.error_table(samples, load.regions),
+        "replication_lag_ms": results_module.lag_table(load.lag),
+        "replication_lag_source": "probe",
+        "conflicts": {
+            "replicated_write_conflicts": rwce,
+            "lww_overwrites": max(0, applied - won),
+            "replicated_records": applied,
+        },
+        "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in checks],
+        "convergence_ms": convergence,
+        "quiesced": waited is not None,
+        "faults": [op.to_dict() for op in history.faults()],
+        "measure_from_mono": measure_from,
+        "timeline": results_module.timeline(samples, measure_from),
+        "lag_timeline": [
+            {
+                "link": f"{s.source}->{s.target}",
+                "t_s": round(s.at - measure_from, 3),
+                "lag_ms": round(s.lag_s * 1000, 3),
+            }
+            for s in load.lag
+        ],
+        "latency_samples_file": "history.jsonl",
+        "completed": True,
+    }
+
+
+async def _require_mode(topology: Topology, regions: Regions) -> None:
+    """Refuse to measure a mode the regions do not run: before MRSC exists (issue 7) an `mrsc` topology's regions
+    would replicate like MREC, and numbers from them would be a lie. Regions name their mode in /control/status;
+    a region that does not is an MREC-only build."""
+    for name in regions.endpoints:
+        status = await regions.status(name)
+        running = status.get("mode", "mrec")
+        if running != topology.mode:
+            raise RunAborted(
+                f"topology {topology.name} is mode {topology.mode}, but region {name} runs {running}: "
+                f"{'MRSC (issue 7) is not built yet' if topology.mode == 'mrsc' else 'mode mismatch'}"
+            )
+
+
+def run_command(
+    topology_path: Path,
+    chaos_path: Path | None,
+    seed: int,
+    out_dir: Path | None,
+    duration_s: float | None = None,
+) -> int:
+    """The CLI entry: run, print where the report is, return the exit status."""
+    try:
+        outcome = asyncio.run(
+            run_experiment(
+                topology_path,
+                chaos_path=chaos_path,
+                seed=seed,
+                out_dir=out_dir,
+                duration_s=duration_s,
+                progress_stream=sys.stderr,
+            )
+        )
+    except KeyboardInterrupt:
+        print("globaltables run: interrupted", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    if outcome.results is None:
+        print(f"globaltables run: {outcome.reason}", file=sys.stderr)
+        return outcome.exit_code
+    for check in outcome.results["checks"]:
+        print(f"{check['name']}: {'PASS' if check['passed'] else 'FAIL'} — {check['detail']}")
+    print(f"report: {outcome.out_dir / 'report.md'}")
+    print(f"results: {outcome.out_dir / 'results.json'}")
+    return outcome.exit_code

@@ -1,0 +1,209 @@
+"""The coordinator: runs a region's client writes through the commit protocol (docs/mrsc.md, "Write").
+
+Theory of operation: writes to one item queue (`queues`), so one region's writes to an item are serialized. The head
+of a queue starts when the item has no pending proposal here (neither ours nor another region's): it is evaluated
+against the local committed image (`evaluate(old)` runs the request's condition and update; it is pure, so it runs
+again after a stale refusal), persisted as pending, and proposed to both other members. Votes drive `commit.step`.
+A ConditionalCheckFailed found locally is confirmed first (a Sync with another member, strong_read.py), and only a
+failure against a confirmed-latest version is answered. Time never aborts a proposal: the client's deadline answers
+500 and the proposal goes on being resolved (Propose re-sent, then Status after `resolve_ms`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...engine.errors import ConditionalCheckFailedException, DynamoError
+from ...engine.strong import Pending, item_id
+from . import commit
+from .messages import STALE, Abort, Commit, Propose, Status, Vote
+
+IN_DOUBT = "in-doubt"  # completion outcomes besides "ok", "rwce", "error": the host maps them to 500
+NOT_STARTED = "timeout"
+
+
+@dataclass
+class WriteOp:
+    op_id: Any
+    table: str
+    key: dict
+    evaluate: Callable[[dict | None], dict | None]
+    deadline: float
+    retries: int = 0
+    confirmed: bool = False  # a Sync just confirmed the local version is the latest
+    confirming: bool = False
+    done: bool = False
+
+
+@dataclass
+class Proposal:
+    pending: Pending
+    op: WriteOp | None
+    started: float
+    next_send: float
+    old: dict | None = None
+    state: str = commit.WAITING
+    answers: dict[str, str] = field(default_factory=dict)
+
+
+class Coordinator:
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self.queues: dict[tuple[str, str], deque[WriteOp]] = {}
+        self.proposals: dict[str, Proposal] = {}  # pid -> undecided proposal of ours
+        self.active: dict[tuple[str, str], str] = {}  # item -> pid of our undecided proposal
+
+    # ------------------------------------------------------------------------------------------------ inputs
+
+    def submit(self, op: WriteOp, now: float) -> None:
+        self.queues.setdefault((op.table, item_id(op.key)), deque()).append(op)
+        self.pump(op.table, op.key, now)
+
+    def recover(self, pending: Pending, now: float) -> None:
+        """After a restart: our own proposal, found pending, is resolved before anything else on the item."""
+        proposal = Proposal(pending, None, now, now)
+        self.proposals[pending.pid] = proposal
+        self.active[(pending.table, item_id(pending.key))] = pending.pid
+        self._send_status(proposal, now)
+
+    def pump(self, table: str, key: dict, now: float) -> None:
+        """Start the item's next queued write if nothing is in the way."""
+        ident = (table, item_id(key))
+        queue = self.queues.get(ident)
+        node = self.node
+        while queue:
+            op = queue[0]
+            if op.done:
+                queue.popleft()
+                continue
+            if ident in self.active or op.confirming or node.port.pending(table, key) is not None:
+                return
+            if not self._start(op, now):
+                return
+        if queue is not None and not queue:
+            del self.queues[ident]
+
+    def on_vote(self, src: str, vote: Vote, now: float) -> None:
+        proposal = self.proposals.get(vote.pid)
+        if proposal is None or src in proposal.answers:
+            return
+        proposal.answers[src] = vote.answer
+        node = self.node
+        pending = proposal.pending
+        if vote.answer != "accept" and vote.cv > node.port.committed(pending.table, pending.key)[0]:
+            node.adopt(pending.table, pending.key, vote.cv, vote.cpid, vote.image, now)
+        proposal.state, outcome = commit.step(proposal.state, vote.answer)
+        if outcome is None:
+            return
+        del self.proposals[pending.pid]
+        ident = (pending.table, item_id(pending.key))
+        self.active.pop(ident, None)
+        op = proposal.op
+        others = node.others
+        if outcome == commit.COMMIT:
+            node.port.apply(pending.table, pending.key, pending.version, pending.pid, pending.image)
+            if op is not None and not op.done:
+                self._finish(op, "ok", (proposal.old, pending.image))
+            for member in others:
+                node.send(member, Commit(pending.pid, pending.table, pending.key, pending.version, pending.image))
+        else:
+            node.port.abort(pending.pid, pending.table, pending.key)
+            for member in others:
+                node.send(member, Abort(pending.pid, pending.table, pending.key))
+            if op is not None and not op.done:
+                if outcome == commit.RWCE:
+                    self._finish(op, "rwce", None)
+                else:
+                    op.retries += 1
+                    op.confirmed = False
+                    if op.retries > node.config.max_retries:
+                        self._finish(op, "error", None)
+        node.item_changed(pending.table, pending.key, now)
+
+    def confirmed(self, op: WriteOp, ok: bool, now: float) -> None:
+        """A Sync for `op`'s condition came back: the local version is (ok) or may not be the latest."""
+        op.confirming = False
+        if ok:
+            op.confirmed = True
+        elif not op.done:
+            self._finish(op, NOT_STARTED, None)
+        self.pump(op.table, op.key, now)
+
+    # ------------------------------------------------------------------------------------------------ timing
+
+    def poll(self, now: float) -> None:
+        config = self.node.config
+        for proposal in list(self.proposals.values()):
+            op = proposal.op
+            if op is not None and not op.done and now >= op.deadline:
+                self._finish(op, IN_DOUBT, None)  # rule 3: the client is answered, the proposal goes on
+            if now >= proposal.next_send:
+                if now - proposal.started >= config.resolve_ms / 1000:
+                    self._send_status(proposal, now)
+                else:
+                    self._send_propose(proposal, now)
+        for ident, queue in list(self.queues.items()):
+            pid = self.active.get(ident)
+            proposing = self.proposals[pid].op if pid is not None else None
+            for op in queue:
+                if not op.done and not op.confirming and now >= op.deadline and op is not proposing:
+                    self._finish(op, NOT_STARTED, None)  # never proposed: certainly not applied
+            if queue and all(op.done for op in queue):
+                del self.queues[ident]
+
+    def next_deadline(self) -> float | None:
+        times = [p.next_send for p in self.proposals.values()]
+        times += [p.op.deadline for p in self.proposals.values() if p.op is not None and not p.op.done]
+        times += [op.deadline for queue in self.queues.values() for op in queue if not op.done]
+        return min(times) if times else None
+
+    # ----------------------------------------------------------------------------------------------- helpers
+
+    def _start(self, op: WriteOp, now: float) -> bool:
+        """Evaluate and propose the head of a queue; False when it must wait (a confirmation Sync is out)."""
+        node = self.node
+        port = node.port
+        cv, _cpid, old = port.committed(op.table, op.key)
+        try:
+            new = op.evaluate(old)
+        except ConditionalCheckFailedException as error:
+            if op.confirmed:
+                self._finish(op, "error", error)
+                return True
+            op.confirming = True
+            node.reader.confirm(op, now)
+            return False
+        except DynamoError as error:
+            self._finish(op, "error", error)
+            return True
+        pending = Pending(port.new_pid(), op.table, op.key, cv + 1, node.region, new)
+        port.accept(pending)  # durable before the Propose leaves
+        proposal = Proposal(pending, op, now, now, old=old)
+        self.proposals[pending.pid] = proposal
+        self.active[(op.table, item_id(op.key))] = pending.pid
+        self._send_propose(proposal, now)
+        return False
+
+    def _send_propose(self, proposal: Proposal, now: float) -> None:
+        p = proposal.pending
+        for member in self.node.others:
+            if member not in proposal.answers:
+                self.node.send(member, Propose(p.pid, p.table, p.key, p.version, p.image, p.coordinator))
+        proposal.next_send = now + self.node.config.retransmit_ms / 1000
+
+    def _send_status(self, proposal: Proposal, now: float) -> None:
+        p = proposal.pending
+        for member in self.node.others:
+            if member not in proposal.answers:
+                self.node.send(member, Status(p.pid, p.table, p.key, p.version, p.coordinator))
+        proposal.next_send = now + self.node.config.retransmit_ms / 1000
+
+    def _finish(self, op: WriteOp, outcome: str, detail: Any) -> None:
+        op.done = True
+        self.node.complete(op.op_id, outcome, detail)
+
+
+__all__ = ["IN_DOUBT", "NOT_STARTED", "STALE", "Coordinator", "WriteOp"]

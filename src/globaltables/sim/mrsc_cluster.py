@@ -1,0 +1,252 @@
+"""Three MRSC members on virtual time: the deterministic home of strong-mode tests (docs/mrsc.md).
+
+Theory of operation: the same `Scheduler`, `SimNetwork` and `SimClock` as sim/cluster.py's MREC `SimCluster`; per
+member a store, a `StrongStore` (engine/strong.py) and an `MrscNode` hosted by an `MrscDriver` (sim/cluster.py's
+`NodeDriver`, which also hands the node's completed client operations back to the cluster). Replicas run a real
+`Engine` with the table; the witness has only a store. Client operations are asynchronous, as over HTTP: `write` /
+`read` record the invocation in the History at once and the completion when the node reports it (or `info` if the
+member crashes first). `crash(member)` drops the node and its in-flight operations and keeps the store's committed
+data (the disk); `restart(member)` starts a fresh node on it, which resolves what it held pending first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..chaos.history import History
+from ..engine.engine import Engine
+from ..engine.errors import DynamoError, ValidationException
+from ..engine.operations import delete_item, put_item, update_item
+from ..engine.schema import validate_item_size
+from ..engine.storage.sqlite_store import SqliteStore
+from ..engine.strong import StrongStore
+from ..replication.mrsc.config import MrscConfig
+from ..replication.mrsc.node import MrscNode
+from ..replication.mrsc.witness import MrscWitness
+from ..runtime.rng import Rng
+from .clock import SimClock
+from .cluster import DEFAULT_TABLE, NodeDriver, reopen
+from .loop import Scheduler
+from .network import LinkSettings, SimNetwork
+
+PREPARE = {"put": put_item.prepare, "update": update_item.prepare, "delete": delete_item.prepare}
+OPERATION = {"put": "PutItem", "update": "UpdateItem", "delete": "DeleteItem"}
+
+
+class MrscDriver(NodeDriver):
+    """A `NodeDriver` that also passes the node's completed client operations to the cluster."""
+
+    def __init__(self, node: MrscNode, scheduler: Scheduler, network: SimNetwork, on_done: Callable) -> None:
+        self.on_done = on_done
+        super().__init__(node, scheduler, network)  # type: ignore[arg-type]
+
+    def run(self, envelopes: list) -> None:
+        """Send what a host-side call to the node returned, then hand over completions and re-arm the timer."""
+        self._send(envelopes)
+        for completion in self.node.take_completions():
+            self.on_done(*completion)
+        self.arm()
+
+    def receive(self, envelope) -> None:
+        self.run(self.node.on_message(envelope, self.now()))
+
+    def _fire(self) -> None:
+        deadline = self._timer_at
+        self._timer = self._timer_at = None
+        now = max(self.now(), deadline) if deadline is not None else self.now()
+        self.run(self.node.poll(now))
+
+
+class MrscMember:
+    def __init__(self, cluster: MrscCluster, name: str, witness: bool) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.witness = witness
+        self.clock = SimClock(cluster.scheduler)
+        self.store = SqliteStore(None)
+        self.engine: Engine | None = None
+        self.up = False
+
+    def start(self) -> None:
+        cluster = self.cluster
+        if not self.witness:
+            self.engine = Engine(self.store, self.clock, region=self.name)
+        self.strong = StrongStore(self.store, self.engine, self.name)
+        others = cluster.others(self.name)
+        node_class = MrscWitness if self.witness else MrscNode
+        self.node = node_class(self.name, others, self.strong, cluster.config)
+        self.driver = MrscDriver(self.node, cluster.scheduler, cluster.network, cluster._done)
+        self.up = True
+        self.driver.run(self.node.start(self.driver.now()))
+
+    def crash(self) -> None:
+        self.driver.stop()
+        self.up = False
+        self.store = reopen(self.store)
+
+
+class MrscCluster:
+    def __init__(
+        self,
+        members: tuple[str, str, str] = ("us-east-1", "us-east-2", "us-west-2"),
+        *,
+        witness: str | None = "us-west-2",
+        seed: int = 0,
+        link: LinkSettings | None = None,
+        config: MrscConfig | None = None,
+        table: dict | None = None,
+        journal: bool = False,
+    ) -> None:
+        if len(set(members)) != 3 or (witness is not None and witness not in members):
+            raise ValueError(f"an MRSC cluster has three distinct members (a witness among them), not {members!r}")
+        self.scheduler = Scheduler()
+        self.rng = Rng(seed)
+        self.config = config or MrscConfig()
+        self.network = SimNetwork(
+            self.scheduler, self.rng.fork("network"), link or LinkSettings(latency_ms=30, jitter_ms=2), journal=journal
+        )
+        self.member_names = tuple(members)
+        self.history = History(SimClock(self.scheduler))
+        self.members = {name: MrscMember(self, name, name == witness) for name in members}
+        self.table = dict(table or DEFAULT_TABLE)
+        self.table_name = self.table["TableName"]
+        for member in self.members.values():
+            if not member.witness:
+                Engine(member.store, member.clock, region=member.name).handle("CreateTable", dict(self.table))
+            member.start()
+        self._ops: dict[int, tuple[str, Any, str, Any]] = {}  # op id -> (member, history op, f, request)
+        self._next = 0
+        self.on_complete: Callable[[Any, str], None] | None = None  # (process, member) after every completion
+
+    def others(self, name: str) -> list[str]:
+        """The other two members, nearest first (by the links' configured latency), ties by name."""
+        rest = [m for m in self.member_names if m != name]
+        return sorted(rest, key=lambda m: (self.network.link_settings(name, m).latency_ms, m))
+
+    def replicas(self) -> list[str]:
+        return [name for name, member in self.members.items() if not member.witness]
+
+    def now(self) -> float:
+        return self.scheduler.time()
+
+    # ------------------------------------------------------------------------------------- client operations
+
+    def write(self, region: str, f: str, key: dict, value: Any = None, *, process: Any, **extra: Any) -> None:
+        """Start a put (item = key + value), update (SET value) or delete, as `process`, in `region`."""
+        table = self.table_name
+        if f == "put":
+            request = {"TableName": table, "Item": {**key, "value": value}, **extra}
+        elif f == "update":
+            request = {
+                "TableName": table, "Key": key, "UpdateExpression": "SET #v = :v",
+                "ExpressionAttributeNames": {"#v": "value"}, "ExpressionAttributeValues": {":v": value}, **extra,
+            }  # fmt: skip
+        else:
+            request = {"TableName": table, "Key": key, **extra}
+        op = self.history.invoke(process, region, f, table, key, value)
+        member = self.members[region]
+        if not member.up or member.engine is None:
+            self.history.fail(op, "ConnectionRefused")
+            self._notify(process, region)
+            return
+        try:
+            prepared = PREPARE[f](member.engine, request)
+        except DynamoError as error:
+            self.history.error(op, type(error).__name__)
+            self._notify(process, region)
+            return
+
+        def evaluate(old: dict | None) -> dict | None:
+            prepared.check_condition(old)
+            new = prepared.apply(old)
+            if new is not None:
+                validate_item_size(new, prepared.size_error)
+            return new
+
+        op_id = self._register(region, op, f, prepared)
+        member.driver.run(member.node.submit_write(op_id, table, key, evaluate, member.driver.now()))
+
+    def read(self, region: str, key: dict, *, process: Any, consistent: bool = True) -> None:
+        """A GetItem: strong (f "get") syncs first; eventual (f "get-eventual") reads locally at once."""
+        table = self.table_name
+        op = self.history.invoke(process, region, "get" if consistent else "get-eventual", table, key, None)
+        member = self.members[region]
+        if not member.up or member.engine is None:
+            self.history.fail(op, "ConnectionRefused")
+            self._notify(process, region)
+            return
+        if not consistent:
+            self._finish_read(member, op, key)
+            self._notify(process, region)
+            return
+        op_id = self._register(region, op, "get", key)
+        member.driver.run(member.node.submit_read(op_id, table, key, member.driver.now()))
+
+    def _register(self, region: str, op: Any, f: str, request: Any) -> int:
+        self._next += 1
+        self._ops[self._next] = (region, op, f, request)
+        return self._next
+
+    def _done(self, op_id: int, outcome: str, detail: Any) -> None:
+        region, op, f, request = self._ops.pop(op_id)
+        history = self.history
+        if outcome == "ok":
+            if f == "get":
+                self._finish_read(self.members[region], op, request)
+            else:
+                history.ok(op)
+        elif outcome == "rwce":
+            history.error(op, "ReplicatedWriteConflictException")
+        elif outcome == "error" and isinstance(detail, DynamoError):
+            history.error(op, type(detail).__name__)
+        else:  # in-doubt, timeout, retries exhausted: the client sees 500
+            history.error(op, "InternalServerError")
+        self._notify(op.process, region)
+
+    def _finish_read(self, member: MrscMember, op: Any, key: dict) -> None:
+        response = member.engine.handle("GetItem", {"TableName": self.table_name, "Key": key, "ConsistentRead": True})
+        item = response.get("Item")
+        self.history.ok(op, value=None if item is None else item.get("value"))
+
+    def _notify(self, process: Any, region: str) -> None:
+        if self.on_complete is not None:
+            self.on_complete(process, region)
+
+    # ----------------------------------------------------------------------------------------------- faults
+
+    def crash(self, name: str) -> None:
+        member = self.members[name]
+        member.crash()
+        for op_id, (region, op, _f, _request) in list(self._ops.items()):
+            if region == name:
+                del self._ops[op_id]
+                self.history.info(op, "ConnectionReset")  # may or may not have taken effect
+                self._notify(op.process, region)
+
+    def restart(self, name: str) -> None:
+        self.members[name].start()
+
+    # ---------------------------------------------------------------------------------------------- running
+
+    def run_until(self, when: float, max_events: int | None = None) -> int:
+        return self.scheduler.run_until(when, max_events)
+
+    def run_until_quiescent(self, max_events: int = 5_000_000) -> int:
+        return self.scheduler.run_until_idle(max_events)
+
+    def local_items(self) -> dict[str, dict[str, Any]]:
+        """Per replica, every item as stored locally (key id -> item)."""
+        out = {}
+        for name in self.replicas():
+            engine = self.members[name].engine
+            items = engine.handle("Scan", {"TableName": self.table_name}).get("Items", [])
+            out[name] = {orjson_key(item["pk"]): item for item in items}
+        return out
+
+
+def orjson_key(value: Any) -> str:
+    return str(value)
+
+
+__all__ = ["MrscCluster", "MrscMember", "ValidationException"]

@@ -1,0 +1,280 @@
+"""The process harness: a topology as real region processes started by `globaltables up`, reached through boto3
+over the wire protocol.
+
+Theory of operation: `globaltables up` runs in a temporary state dir (the topology written there as YAML), its
+stdout going to a file that is polled (bounded) for `{"ready": true}`; it is stopped by its PID (SIGTERM, then
+SIGKILL), and it stops every region it started. Faults go through the regions' control API (`/control/faults`:
+grudges, latency overrides, clock offset, heal) and the supervisor's (`/control/regions/<name>/crash|restart`),
+with the topology's shared secret. Time is real: `advance` sleeps, waits poll every 10 ms.
+
+Starting processes costs seconds, so the pytest plugin shares one harness per module and topology; `reset()` gives
+each test a fresh history and heals whatever faults the previous test left. Tests sharing a harness keep apart
+through unique keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import globaltables
+
+from ..chaos.history import History, key_id
+from ..experiment.topology import Topology
+from ..region.http_transport import SECRET_HEADER
+from .harness import Harness
+from .simulated import boto3_session
+from .spec import topology_yaml
+
+READY_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+POLL_S = 0.01
+SRC = Path(globaltables.__file__).resolve().parent.parent
+
+
+class _TestClock:
+    """Real time, with `monotonic()` counted from the start of the current test (readable reports)."""
+
+    def __init__(self) -> None:
+        self.origin = time.monotonic()
+
+    def monotonic(self) -> float:
+        return time.monotonic() - self.origin
+
+    def wall_time(self) -> float:
+        return time.time()
+
+
+class ProcessHarness(Harness):
+    mode = "process"
+    time_label = "elapsed"
+
+    def __init__(self, topology: Topology, workdir: str | Path | None = None) -> None:
+        self._clock = _TestClock()
+        self._tempdir = tempfile.TemporaryDirectory(prefix="globaltables-kit-") if workdir is None else None
+        self.workdir = Path(workdir if workdir is not None else self._tempdir.name)  # type: ignore[union-attr]
+        self.process: subprocess.Popen | None = None
+        self._start(topology)
+        super().__init__(topology, None)
+        self._readers: dict[str, Any] = {}
+        self._grudges: dict[str, set[str]] = {name: set() for name in topology.region_names}
+        self._lock = threading.Lock()
+
+    def _new_history(self) -> History:
+        return History(self._clock)
+
+    # ----------------------------------------------------------------------------------------------- lifecycle
+
+    def _start(self, topology: Topology) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        path = self.workdir / "topology.yaml"
+        path.write_text(topology_yaml(topology))
+        data_dir = self.workdir / "state"
+        stdout_path, stderr_path = self.workdir / "up.stdout", self.workdir / "up.stderr"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+        command = [sys.executable, "-m", "globaltables.cli.main", "up", str(path), "--data-dir", str(data_dir)]
+        with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=self.workdir, env=env
+            )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"`globaltables up` exited with {self.process.returncode}:\n{stderr_path.read_text()}")
+            lines = [json.loads(line) for line in stdout_path.read_text().splitlines() if line.endswith("}")]
+            if lines and lines[-1] == {"ready": True}:
+                break
+            if time.monotonic() > deadline:
+                self.close()
+                raise TimeoutError(f"`globaltables up` not ready after {READY_TIMEOUT_S} s:\n{stderr_path.read_text()}")
+            time.sleep(0.05)
+        self.endpoints = {line["region"]: line["endpoint"] for line in lines if "region" in line}
+        self.data_dir = data_dir
+        self.secret = (data_dir / "secret").read_text().strip()
+
+    def close(self) -> None:
+        for client in [*self._clients.values(), *getattr(self, "_readers", {}).values()]:
+            client.close()
+        self._clients.clear()
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(STOP_TIMEOUT_S)
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def reset(self) -> None:
+        """A fresh history and clock for the next test; every fault healed, every region running."""
+        for name in self.regions:
+            if not self._supervisor_state(name):
+                self.restart(name)
+        self.heal()
+        self._clock.origin = time.monotonic()
+        self.history = self._new_history()
+        self.recorder.history = self.history
+
+    # ----------------------------------------------------------------------------------------------- clients
+
+    def _boto_client(self, region: str, max_attempts: int) -> Any:
+        from botocore.config import Config
+
+        return boto3_session().client(
+            "dynamodb",
+            region_name=region,
+            endpoint_url=self.endpoints[region],
+            config=Config(
+                retries={"total_max_attempts": max_attempts, "mode": "standard"}, connect_timeout=5, read_timeout=30
+            ),
+        )
+
+    def _make_client(self, region: str, max_attempts: int) -> Any:
+        return self._boto_client(region, max_attempts)
+
+    def _reader(self, region: str) -> Any:
+        reader = self._readers.get(region)
+        if reader is None:
+            reader = self._readers[region] = self._boto_client(region, 3)
+        return reader
+
+    def read(self, region: str, table: str, key: dict) -> dict | None:
+        return self._reader(region).get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+
+    def items(self, region: str, table: str) -> dict[str, dict]:
+        result: dict[str, dict] = {}
+        request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        while True:
+            answer = self._reader(region).scan(**request)
+            for item in answer["Items"]:
+                result[key_id(self.key_of(table, item))] = item
+            if "LastEvaluatedKey" not in answer:
+                break
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return dict(sorted(result.items()))
+
+    # ----------------------------------------------------------------------------------------------- time
+
+    def now(self) -> float:
+        return self._clock.monotonic()
+
+    def advance(self, seconds: float) -> None:
+        """Real time passes (process mode has no virtual time)."""
+        time.sleep(seconds)
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(POLL_S)
+
+    def _quiescent(self) -> bool:
+        for region in self.regions:
+            for link in self._control(self.endpoints[region], "/control/status")["links"]:
+                if link["acked"] != link["log_end"]:
+                    return False
+        return True
+
+    def _run_concurrently(self, calls: Sequence[Callable[[], Any]]) -> list[Any]:
+        """Each call on its own thread, released together by a barrier."""
+        barrier = threading.Barrier(len(calls))
+        results: list[Any] = [None] * len(calls)
+
+        def run(index: int) -> None:
+            barrier.wait()
+            try:
+                results[index] = calls[index]()
+            except Exception as error:  # noqa: BLE001 - handed back to the test
+                results[index] = error
+
+        threads = [threading.Thread(target=run, args=(index,)) for index in range(len(calls))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        return results
+
+    # ----------------------------------------------------------------------------------------------- control
+
+    def _control(self, base: str, path: str, body: dict | None = None) -> dict:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            base + path, data=data, method="GET" if body is None else "POST",
+            headers={"Content-Type": "application/json", SECRET_HEADER: self.secret},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            raise RuntimeError(f"control {path} refused ({error.code}): {error.read().decode()}") from None
+
+    def _faults(self, region: str, body: dict) -> None:
+        self._control(self.endpoints[region], "/control/faults", body)
+
+    def _supervisor(self, region: str, action: str) -> dict:
+        url = json.loads((self.data_dir / "state.json").read_text())["supervisor"]["control_url"]
+        return self._control(url, f"/control/regions/{region}/{action}", {})
+
+    def _supervisor_state(self, region: str) -> bool:
+        """Whether the region's process is running."""
+        url = json.loads((self.data_dir / "state.json").read_text())["supervisor"]["control_url"]
+        return bool(self._control(url, "/control/status")["regions"][region]["running"])
+
+    def _fault(self, f: str, value: Any = None, region: str | None = None) -> None:
+        with self.recorder._lock:
+            self.history.fault(f, value, region)
+
+    def partition(self, a: str, b: str | None = None, *, one_way: bool = False) -> None:
+        for other in [b] if b is not None else [r for r in self.regions if r != a]:
+            self._grudges[other].add(a)
+            if not one_way:
+                self._grudges[a].add(other)
+            self._fault("partition", [a, other, "one-way" if one_way else "both"])
+        for region in self.regions:
+            self._faults(region, {"grudges": sorted(self._grudges[region])})
+
+    def heal(self) -> None:
+        for region in self.regions:
+            self._faults(region, {"heal": True})
+            self._grudges[region] = set()
+        self._fault("heal")
+
+    def delay(self, source: str, dest: str, latency_ms: float, jitter_ms: float = 0.0, *, bidirectional: bool = True) -> None:
+        setting = {"latency_ms": latency_ms, "jitter_ms": jitter_ms}
+        self._faults(source, {"latency": {dest: setting}})
+        if bidirectional:
+            self._faults(dest, {"latency": {source: setting}})
+        self._fault("delay", [source, dest, latency_ms, jitter_ms, "both" if bidirectional else "one-way"])
+
+    def skew(self, region: str, seconds: float) -> None:
+        self._faults(region, {"clock_offset_ms": seconds * 1000})
+        self._fault("skew", seconds, region)
+
+    def crash(self, region: str) -> None:
+        self._supervisor(region, "crash")
+        self._fault("crash", None, region)
+
+    def restart(self, region: str) -> None:
+        self._supervisor(region, "restart")
+        if self._grudges[region]:
+            self._faults(region, {"grudges": sorted(self._grudges[region])})
+        self._fault("restart", None, region)

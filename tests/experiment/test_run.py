@@ -1,0 +1,154 @@
+"""`globaltables run` and `compare` end to end with real region processes, kept short (a couple of seconds of load
+each): results.json against its schema and the checker verdicts, the offline `check --results`, chaos faults in the
+history, and every shipped experiment running as it is.
+
+Not here yet: the issue's compare test on 25 ms links (MRSC write p50 >= 0.95 x the 50 ms round trip, MREC under
+half of it) waits for MRSC (issue 7); until regions report `mode: mrsc`, compare records MRSC as not run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pytest
+
+from globaltables.experiment.compare import compare
+from globaltables.experiment.results import SCHEMA
+from globaltables.experiment.runner import run_experiment
+from globaltables.experiment.workload import OPERATIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
+pytestmark = pytest.mark.timeout(240)
+SHORT_S = 2.0
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "globaltables.cli.main", *args],
+        check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=200,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def quickstart_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path_factory.mktemp("run") / "quickstart"
+    done = cli("run", str(ROOT / "topologies" / "quickstart.yaml"), "--out", str(out), "--duration", str(SHORT_S),
+               "--seed", "7", cwd=out.parent)  # fmt: skip
+    return done, out
+
+
+def test_a_short_run_writes_results_that_match_the_schema_and_pass_the_checkers(quickstart_run):
+    done, out = quickstart_run
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert f"report: {out / 'report.md'}" in done.stdout
+    results = json.loads((out / "results.json").read_text())
+    jsonschema.validate(results, SCHEMA)
+    assert results["mode"] == "mrec" and results["seed"] == 7 and results["topology"] == "quickstart"
+    assert {check["name"]: check["passed"] for check in results["checks"]} == {"lww": True, "convergence": True}
+    mix = set(results["workload"]["mix"])
+    assert mix <= set(OPERATIONS)
+    for region in ("us-east-1", "eu-west-1", "ap-southeast-1"):
+        assert set(results["latency_ms"][region]) == mix  # keyed by exactly the mix names
+        assert results["throughput"][region]["achieved_per_s"] > 0
+    assert set(results["replication_lag_ms"]) == {
+        f"{a}->{b}" for a in results["regions"] for b in results["regions"] if a != b
+    }
+    # A floor, never a ceiling: a write cannot reach eu-west-1 faster than the 40 ms one-way link.
+    assert results["replication_lag_ms"]["us-east-1->eu-west-1"]["p50"] >= 40 * 0.95
+    assert results["quiesced"] and results["convergence_ms"][0]["ms"] is not None
+    for name in ("history.jsonl", "final_state.jsonl", "report.md", "samples.csv", "latency_cdf.png",
+                 "timeline.png", "replication_lag.png", "topology.png"):  # fmt: skip
+        assert (out / name).stat().st_size > 0, name
+    assert "all checks passed" in (out / "report.md").read_text()
+
+
+def test_check_results_reruns_the_checkers_offline_and_can_fail(quickstart_run, tmp_path):
+    _, out = quickstart_run
+    assert cli("check", "--results", str(out), cwd=tmp_path).returncode == 0
+    # Drop one item from one replica: the offline rerun must now fail and name the key.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("results.json", "history.jsonl"):
+        (broken / name).write_bytes((out / name).read_bytes())
+    lines = (out / "final_state.jsonl").read_bytes().splitlines()
+    victim = next(i for i, line in enumerate(lines) if orjson.loads(line)["region"] == "eu-west-1"
+                  and orjson.loads(line)["key"] is not None)  # fmt: skip
+    dropped = orjson.loads(lines[victim])["key"]
+    (broken / "final_state.jsonl").write_bytes(b"\n".join(lines[:victim] + lines[victim + 1 :]) + b"\n")
+    done = cli("check", "--results", str(broken), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "convergence: FAIL" in done.stdout and dropped in done.stdout
+
+
+async def test_a_run_with_a_chaos_schedule_records_the_faults_and_converges(tmp_path):
+    schedule = tmp_path / "short-partition.yaml"  # chaos/partition-and-heal.yaml, shortened
+    schedule.write_text(
+        "quiet: 0.5s\nsteps:\n  - {at: 0.5s, do: partition, between: [us-east-1, eu-west-1], for: 2s}\n"
+    )
+    outcome = await run_experiment(
+        ROOT / "topologies" / "quickstart.yaml",
+        chaos_path=schedule,
+        out_dir=tmp_path / "chaos",
+        duration_s=1.0,  # the load lasts until the schedule's final heal (2.5 s)
+        make_plots=False,
+    )
+    assert outcome.exit_code == 0, outcome.reason or outcome.results["checks"]
+    results = outcome.results
+    jsonschema.validate(results, SCHEMA)
+    assert results["workload"]["duration_s"] >= 2.5
+    phases = [(fault["f"], (fault["value"] or {}).get("phase")) for fault in results["faults"]]
+    assert ("partition", "start") in phases and ("partition", "end") in phases and ("heal", "final") in phases
+    assert [entry["after"] for entry in results["convergence_ms"]] == ["end of load", "final heal"]
+
+
+async def test_a_bad_chaos_schedule_is_refused_before_anything_starts(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("steps:\n  - {at: 1s, do: partition, between: [us-east-1, eu-west-9], for: 2s}\n")
+    outcome = await run_experiment(ROOT / "topologies" / "quickstart.yaml", chaos_path=bad, out_dir=tmp_path / "o")
+    assert outcome.exit_code == 2 and outcome.results is None
+    assert str(bad) in outcome.reason and "eu-west-9" in outcome.reason
+    assert not (tmp_path / "o").exists()
+
+
+SHIPPED = sorted(
+    path
+    for path in (ROOT / "topologies").glob("*.yaml")
+    if "workload:" in path.read_text() and path.stem != "quickstart"
+)
+
+
+@pytest.mark.parametrize("topology", SHIPPED, ids=[path.stem for path in SHIPPED])
+async def test_every_shipped_experiment_runs(topology, tmp_path):
+    outcome = await run_experiment(topology, out_dir=tmp_path / topology.stem, duration_s=SHORT_S, make_plots=False)
+    if outcome.exit_code == 2 and "mode: mrsc" in topology.read_text():
+        # MRSC (issue 7) not built: the run must be refused with that reason, never measured as MREC.
+        assert "mrsc" in outcome.reason.lower() or "MRSC" in outcome.reason, outcome.reason
+        return
+    assert outcome.exit_code == 0, outcome.reason or outcome.results["checks"]
+    jsonschema.validate(outcome.results, SCHEMA)
+
+
+async def test_compare_runs_each_mode_and_records_one_that_cannot_run(tmp_path):
+    code, document = await compare(
+        ROOT / "topologies" / "mrsc-three-replicas.yaml", ["mrec", "mrsc"], chaos_path=None, seed=3,
+        out_dir=tmp_path, duration_s=1.0,
+    )  # fmt: skip
+    modes = document["modes"]
+    assert modes["mrec"]["ran"] and modes["mrec"]["passed"]
+    assert json.loads((tmp_path / "mrec" / "results.json").read_text())["mode"] == "mrec"
+    assert json.loads((tmp_path / "compare.json").read_text())["modes"].keys() == {"mrec", "mrsc"}
+    table = (tmp_path / "compare.md").read_text()
+    if modes["mrsc"]["ran"]:
+        assert modes["mrsc"]["write_floor_ms"] == {"us-east-1": 12, "us-east-2": 12, "us-west-2": 50}
+        assert "MRSC floor" in table
+    else:
+        assert code == 2 and "mrsc: not run" in table and modes["mrsc"]["reason"]
