@@ -93,9 +93,14 @@ def test_expired_item_is_swept_with_a_service_remove(dynamodb, streams, unique_t
         "AttributeName": "ttl",
     }
     now = int(time.time())
-    dynamodb.put_item(TableName=name, Item={"id": {"S": "expired"}, "ttl": {"N": str(now - 60)}})
-    dynamodb.put_item(TableName=name, Item={"id": {"S": "future"}, "ttl": {"N": str(now + 3600)}})
-    dynamodb.put_item(TableName=name, Item={"id": {"S": "string"}, "ttl": {"S": str(now - 60)}})
+    # One batch, so the sweeper (every 0.2 s) cannot remove "expired" between the writes: the stream's order below
+    # is then the batch order followed by the service deletion.
+    items = [
+        {"id": {"S": "expired"}, "ttl": {"N": str(now - 60)}},
+        {"id": {"S": "future"}, "ttl": {"N": str(now + 3600)}},
+        {"id": {"S": "string"}, "ttl": {"S": str(now - 60)}},
+    ]
+    dynamodb.batch_write_item(RequestItems={name: [{"PutRequest": {"Item": item}} for item in items]})
 
     def gone() -> bool:
         return "Item" not in dynamodb.get_item(TableName=name, Key={"id": {"S": "expired"}})
