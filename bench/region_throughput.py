@@ -10,7 +10,7 @@ to core 1, so the 2-core machine is split fairly):
     and the load generator's own CPU share (to show it is not the bottleneck).
  2. The region's resident memory (VmRSS) after loading --items items (default 1,000,000; --quick 50,000, with the
     extrapolation to a million labelled as such), in memory and on SQLite, via BatchWriteItem, 25 items a call.
- 3. A table with ratios (region / moto, region / trivial) and the issue's targets, met or not.
+ 3. A table with ratios (region / moto, region / trivial) and the targets, met or not.
 
 The load generator is a raw asyncio HTTP/1.1 client (asyncio.Protocol, keep-alive, one connection per concurrent
 request, request bytes pre-framed): boto3 spends about 0.5 ms of CPU per call and could not load a server.
@@ -559,7 +559,7 @@ def print_memory(memory: list[MemoryResult], million: int) -> None:
 
 def print_targets(results: dict[str, list[PhaseResult]], memory: list[MemoryResult], million: int) -> None:
     print()
-    print("Targets of issue 3 (one region process on this machine)")
+    print("Targets (one region process on this machine)")
     for region in ("region-mem", "region-disk"):
         if region not in results:
             continue

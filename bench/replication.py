@@ -10,7 +10,7 @@ ap-southeast-1, every link 40 ms one way, no jitter, one table):
     the region's own request time.
  3. Drain: eu-west-1 refuses us-east-1 (a grudge, /control/faults), 100,000 items are written to us-east-1
     (BatchWriteItem, 25 a call), then the partition heals. Reported: the time from heal to the first progress (the
-    sender's retransmit backoff, up to retransmit_after x max_backoff = 8 s) and the drain rate from the first
+    sender's retransmit backoff, up to retransmit_after x max_backoff = 2 s) and the drain rate from the first
     progress until eu-west-1 holds everything. Ceiling the topology allows: lanes x window / RTT records/s.
 
 Usage: python bench/replication.py [--duration S] [--backlog N] [--rate W]

@@ -1,7 +1,7 @@
 """The pieces together: a toy LWW replica set on the simulated network, recorded in a History, then checked.
 
 The replicas here are deliberately minimal (a dict per region, whole-item versions, no retries, so no lossy
-faults); the real replication core arrives with issue 5. What this proves is the plumbing the core will use:
+faults; tests/sim/test_cluster_mrec.py runs the real replication core). What this proves is the plumbing itself:
 seeded workload and network, skewed region clocks, duplication and reordering, history recording, and both
 checkers — passing on a correct run and naming the key when one replicated write is dropped on purpose.
 """

@@ -1,4 +1,4 @@
-"""Replicas added and removed through UpdateTable, and the replication metrics, on a real topology (issue 6).
+"""Replicas added and removed through UpdateTable, and the replication metrics, on a real topology.
 
 The path is the one DynamoDB users take: CreateTable in one region makes a regional table; UpdateTable with
 ReplicaUpdates Create adds replicas (first eu-west-1, then, while writes continue in two regions, ap-southeast-1);

@@ -72,6 +72,32 @@ def test_retransmits_after_silence_with_backoff_and_resumes_from_the_acked_posit
     assert link.next_deadline() is None and link.in_flight == 0
 
 
+def test_a_timed_out_link_probes_with_one_ship_until_the_peer_answers():
+    port = port_with(10)
+    link = link_for(port, batch_records=2, retransmit_after=1.0)
+    assert len(link.poll(0.0, 10)) == 5  # the whole window
+    probe = link.poll(1.0, 10)  # silence: rewind, then one Ship only (a partitioned peer costs a trickle)
+    assert [(s.epoch, s.prev_pos, len(s.records)) for s, _ in probe] == [(1, 0, 2)]
+    assert link.poll(1.5, 10) == []
+    link.on_ack(ack(link, 2), 1.6)  # the peer hears us again: the window opens
+    assert [s.prev_pos for s, _ in link.poll(1.6, 10)] == [2, 4, 6, 8]
+
+
+def test_hearing_from_the_peer_ends_the_backoff_at_most_once_per_retransmit_interval():
+    port = port_with(4)
+    link = link_for(port, retransmit_after=1.0, max_backoff=8)
+    link.poll(0.0, 4)
+    link.poll(1.0, 4)
+    link.poll(3.0, 4)
+    assert link.backing_off and link.next_deadline() == 3.0 + 4.0
+    link.peer_heard(3.5)  # too soon after the last retry: nothing changes
+    assert link.next_deadline() == 7.0
+    link.peer_heard(4.2)
+    assert link.next_deadline() == 4.2
+    assert [(s.epoch, s.prev_pos) for s, _ in link.poll(4.2, 4)] == [(3, 0)]
+    assert link.next_deadline() == 4.2 + 2.0
+
+
 def test_an_ack_beyond_what_we_sent_moves_sent_forward():
     # After a sender restart, acked (durable) may lag what the peer really applied.
     port = port_with(5)

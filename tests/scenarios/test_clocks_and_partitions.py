@@ -74,7 +74,7 @@ def test_a_region_rejoining_after_a_long_partition_catches_up_both_ways(topology
     healed_at = topology.now()
     topology.heal()
     final = topology.wait_converged(timeout=600)
-    # Retransmits back off to at most retransmit_after * 2**max_backoff (256 s) between tries.
+    # Retransmits back off to at most retransmit_after * max_backoff between tries (2 s by default).
     assert topology.now() - healed_at <= 260
     assert len([key for key in final["Orders"] if customer in key]) == 21
     assert global_table.read(C, {"customerId": customer, "sk": "shared"})["last"] == "a9"

@@ -193,7 +193,7 @@ def test_invalid_link_settings_name_the_field():
 
 
 def test_throughput_of_the_simulated_network_is_enough_for_bulk_experiments():
-    # Issue 10 needs >= 20,000 client puts per wall second through this network; each put costs a few messages.
+    # The simulator aims at >= 20,000 client puts per wall second through this network; a put costs a few messages.
     import time
 
     scheduler, network, recorder = make(LinkSettings(latency_ms=40, jitter_ms=5), journal=False)

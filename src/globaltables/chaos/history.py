@@ -46,7 +46,7 @@ NEMESIS = "nemesis"
 WRITE_FUNCTIONS = frozenset({"put", "update", "delete"})
 DELETE_FUNCTIONS = frozenset({"delete"})
 
-# Errors after which the request certainly did not apply (issue 8's classification). Anything else — timeouts,
+# Errors after which the request certainly did not apply (a Jepsen-style classification). Anything else — timeouts,
 # InternalServerError, ServiceUnavailable, connection resets, unknown types — is indefinite, hence info.
 DEFINITE_ERRORS = frozenset(
     {
@@ -74,7 +74,7 @@ def completion_type_for_error(error_type: str) -> str:
 
 def completion_type_for_batch_error(error_type: str) -> str:
     """A BatchWriteItem answered with ReplicatedWriteConflictException may have applied some of its requests
-    (issue 8): info for each of them; any other error as for a single request."""
+    info for each of them; any other error as for a single request."""
     return INFO if error_type == "ReplicatedWriteConflictException" else completion_type_for_error(error_type)
 
 

@@ -100,6 +100,7 @@ class ChangeLog:
         now = None
         dumps = orjson.dumps
         lanes = self._lanes
+        rows = []
         for write in writes:
             tid = logged.get(write.table)
             if tid is None:
@@ -115,14 +116,17 @@ class ChangeLog:
             seq = self._next.get(tid) or self.next_seq(tid)
             lane_count = lanes.get(write.table)
             lane = None if lane_count is None else partition_hash(write.pk) % lane_count
-            db.execute(
-                INSERT_RECORD,
+            rows.append(
                 (tid, seq, now, None if old is None else dumps(old), None if new is None else dumps(new),
                  1 if write.service else 0, write.origin, write.version, lane),
             )  # fmt: skip
             self._next[tid] = seq + 1
             if lane is not None and write.origin is None:
                 self.lane_ends[(tid, lane)] = seq
+        if len(rows) == 1:
+            db.execute(INSERT_RECORD, rows[0])
+        elif rows:
+            db.executemany(INSERT_RECORD, rows)  # a replicated batch: one call, not one per record
 
     def next_seq(self, tid: int) -> int:
         """The sequence number the table's next record will get."""

@@ -78,6 +78,12 @@ class KeySchema:
 
     def encode_partition(self, hash_value: dict) -> bytes:
         """The encoded partition key, after DynamoDB's emptiness and size checks."""
+        inner = hash_value.get("S")
+        if inner and len(hash_value) == 1:  # the common case (a non-empty string), inlined: every write takes it
+            pk = inner.encode("utf-8")
+            if len(pk) > MAX_PARTITION_KEY_BYTES:
+                raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
+            return pk
         check_key_not_empty(self.hash_name, hash_value)
         pk = encode_key_value(hash_value)
         if _raw_len(hash_value) > MAX_PARTITION_KEY_BYTES:
@@ -93,6 +99,12 @@ class KeySchema:
         if self.range_name is None:
             return pk, b""
         range_value = values[self.range_name]
+        inner = range_value.get("S")
+        if inner and len(range_value) == 1:  # a non-empty string, inlined as in `encode_partition`
+            sk = inner.encode("utf-8")
+            if len(sk) > MAX_SORT_KEY_BYTES:
+                raise invalid_parameter("Aggregated size of all range keys has exceeded the size limit of 1024 bytes")
+            return pk, sk
         check_key_not_empty(self.range_name, range_value)
         sk = encode_key_value(range_value)
         if _raw_len(range_value) > MAX_SORT_KEY_BYTES:
@@ -175,6 +187,9 @@ class TableDefinition:
     # Replicas not ACTIVE (yet, or any more): region -> CREATING | DELETING | CREATION_FAILED, plus a reason under
     # "<region>:reason" for CREATION_FAILED (engine/replica_membership.py). Links run only to ACTIVE replicas.
     replica_status: dict[str, str] = field(default_factory=dict)
+    # Strong mode (MRSC, engine/strong.py): {"replicas": [...], "witness": name | None}; None for every other table.
+    # Kept apart from `replicas`, which drives MREC's change log and links.
+    strong: dict | None = None
 
     def index(self, name: str) -> IndexDefinition | None:
         for index in (*self.gsis, *self.lsis):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .errors import ValidationException
 from .storage.sqlite_store import ItemWrite
 from .values import item_size
 
@@ -68,6 +69,28 @@ def decode_version(text: str | None) -> tuple[int, str]:
         return int(cv), pid
     except ValueError:  # an MREC/HLC version: the table was not written in strong mode
         return 0, ""
+
+
+def unsupported(what: str) -> ValidationException:
+    """The refusal of a feature MRSC tables do not have (facts §3 "Not supported", §10.3)."""
+    return ValidationException(f"{what} is not supported for tables with multi-Region strong consistency (MRSC)")
+
+
+def refuse_if_strong(table: Any, what: str) -> None:
+    if table.strong is not None:
+        raise unsupported(what)
+
+
+def make_strong(engine: Engine, name: str, replicas: list[str], witness: str | None) -> None:
+    """Make table `name` a member of a strong-mode global table: `replicas` (this region among them) and at most
+    one witness. Tables with local secondary indexes or a stream cannot be (facts §3)."""
+    definition = engine.tables[name]
+    if definition.lsis:
+        raise unsupported("Local secondary indexes")
+    if definition.stream_enabled:
+        raise unsupported("DynamoDB Streams")
+    definition.strong = {"replicas": sorted(set(replicas) | {engine.region}), "witness": witness}
+    engine.save_table(definition)
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,13 @@ def describe_table(
     if table.stream_arn is not None:
         out["LatestStreamLabel"] = table.stream["LatestStreamLabel"]
         out["LatestStreamArn"] = table.stream_arn
+    if table.strong is not None:
+        # A strong-mode global table (facts §3): its replicas and witness, membership fixed.
+        out["GlobalTableVersion"] = "2019.11.21"
+        out["Replicas"] = [{"RegionName": region, "ReplicaStatus": "ACTIVE"} for region in table.strong["replicas"]]
+        if table.strong.get("witness"):
+            out["GlobalTableWitnesses"] = [{"RegionName": table.strong["witness"], "WitnessStatus": "ACTIVE"}]
+        out["MultiRegionConsistency"] = "STRONG"
     if table.replicas:
         # A global table (2019.11.21): every region of the replication group, this one included.
         out["GlobalTableVersion"] = "2019.11.21"

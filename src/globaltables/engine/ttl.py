@@ -58,7 +58,7 @@ class TtlSweeper:
 
     def expired(self, definition: TableDefinition, item: dict) -> bool:
         """Whether the item has expired by this region's clock under the table's TTL setting. A replicated TTL
-        deletion applies only where this holds (issue: each replica sweeps; a later update that extended the
+        deletion applies only where this holds (each replica sweeps; a later update that extended the
         expiry must not be undone by a deletion made for the old one)."""
         ttl = definition.ttl
         if not ttl or ttl.get("TimeToLiveStatus") != "ENABLED":

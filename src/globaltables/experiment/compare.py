@@ -2,7 +2,7 @@
 
 Each mode runs the topology's workload with the same seed (and chaos schedule) on a copy of the topology with
 `mode:` replaced (`DIR/<mode>/topology.yaml`); its full results land in `DIR/<mode>/`. A mode that cannot run — the
-copy is not a valid topology for that mode, or the regions do not run it (MRSC before issue 7) — is recorded as not
+copy is not a valid topology for that mode, or the regions do not run it — is recorded as not
 run, with the reason, never with made-up numbers. Then `DIR/compare.json` (keyed by mode), `DIR/compare.md` and
 `DIR/compare.png`: write and read latency per region, errors, conflicts, replication lag, and next to every MRSC
 write latency the floor the topology predicts: one round trip to the nearest other member (replica or witness),

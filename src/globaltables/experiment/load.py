@@ -10,7 +10,7 @@ Theory of operation
   cost ~0.5 ms of CPU per call and hide its retries).
 - Each in-flight operation is a history process (`<region>/<n>`); a process is reused after a definite completion
   and retired after an `info` one (Jepsen's rule: its request may still be in flight).
-- Classification (issue 8): 2xx → ok (writes carry the `x-globaltables-version` header); errors in
+- Classification (chaos/history.py): 2xx → ok (writes carry the `x-globaltables-version` header); errors in
   chaos.history.DEFINITE_ERRORS (ConditionalCheckFailed, Validation, ReplicatedWriteConflict, ...) → fail;
   timeouts, 5xx and connection errors → info.
 - History names: put / update / delete / get / strong_get / query; a conditional_update is recorded as `update`

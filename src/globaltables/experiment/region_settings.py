@@ -44,11 +44,11 @@ def replication_settings(
     else unknown until the peers file or the control API says.
     """
     region = topology.region(name)
-    if region.role == "witness":
-        raise ValueError(f"region {name} is a witness: witnesses belong to MRSC, which this host does not run yet")
+    strong = topology.mode == "mrsc"
     peers = []
     for other in topology.regions:
-        if other.name == name or other.role != "replica":
+        # MREC links replicas only; in strong mode every member (the witness too) votes.
+        if other.name == name or (other.role != "replica" and not strong):
             continue
         link = topology.link(name, other.name)
         endpoint = (endpoints or {}).get(other.name)
@@ -65,4 +65,6 @@ def replication_settings(
         clock_offset_ms=region.clock_offset_ms,
         peers_file=peers_file,
         role=region.role,
+        mode=topology.mode,
+        witness=next((other.name for other in topology.regions if other.role == "witness"), None),
     )

@@ -7,8 +7,8 @@ replica's final items (consistent Scans) → checkers (chaos/checkers: lww for M
 write DIR: results.json (docs/results.md), history.jsonl, final_state.jsonl, report.md, *.png, logs/.
 
 Exit status: 0 every checker passed, 1 a checker failed, 2 the run could not complete (bad files, regions that
-would not start, a mode the regions do not run). `--chaos` needs the chaos controller (issue 8); until it exists
-the option is refused with exit 2 before anything starts.
+would not start, a mode the regions do not run). A bad `--chaos` schedule is refused with exit 2 before anything
+starts.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ import aiohttp
 import orjson
 
 from ..chaos.checkers.convergence import check_convergence
+from ..chaos.checkers.linearizable import check as check_linearizable
 from ..chaos.checkers.lww import check_lww
 from ..chaos.checkers.result import CheckResult
 from ..chaos.history import History, key_id
+from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
@@ -196,9 +198,12 @@ class Regions:
 
 
 def run_checkers(mode: str, history: History, final_states: dict) -> list[CheckResult]:
+    """MREC: every replica holds the LWW winner; MRSC: strong reads are linearizable per key. Both: convergence."""
     checks = [check_convergence(final_states, history=history)]
     if mode == "mrec":
         checks.insert(0, check_lww(history, final_states))
+    else:
+        checks.insert(0, check_linearizable(history, reads=("strong_get",)))
     return checks
 
 
@@ -272,13 +277,9 @@ def load_experiment(topology_path: Path) -> tuple[Topology, Workload]:
 
 
 def load_chaos(chaos_path: Path | None, topology: Topology, seed: int):
-    """The chaos Schedule (issue 8's format) for this topology, or None; RunAborted lists every problem."""
+    """The chaos Schedule (chaos/schedule.py) for this topology, or None; RunAborted lists every problem."""
     if chaos_path is None:
         return None
-    try:
-        from ..chaos.schedule import ScheduleError, load_schedule
-    except ImportError:
-        raise RunAborted(f"--chaos {chaos_path}: this build has no chaos controller (issue 8)") from None
     witnesses = [region.name for region in topology.regions if region.role == "witness"]
     try:
         return load_schedule(chaos_path, list(topology.region_names), witnesses, seed=seed)
@@ -528,16 +529,15 @@ async def _experiment(
 
 
 async def _require_mode(topology: Topology, regions: Regions) -> None:
-    """Refuse to measure a mode the regions do not run: before MRSC exists (issue 7) an `mrsc` topology's regions
-    would replicate like MREC, and numbers from them would be a lie. Regions name their mode in /control/status;
-    a region that does not is an MREC-only build."""
+    """Refuse to measure a mode the regions do not run: numbers from regions replicating in another mode than the
+    topology asks for would be a lie. Regions name their mode in /control/status; one that does not runs MREC."""
     for name in regions.endpoints:
         status = await regions.status(name)
         running = status.get("mode", "mrec")
         if running != topology.mode:
             raise RunAborted(
                 f"topology {topology.name} is mode {topology.mode}, but region {name} runs {running}: "
-                f"{'MRSC (issue 7) is not built yet' if topology.mode == 'mrsc' else 'mode mismatch'}"
+                "mode mismatch"
             )
 
 

@@ -6,7 +6,7 @@ before failing; each message names the file and the field path and says what is 
 
     topologies/x.yaml: regions[2].role: 'witness' is only allowed when mode is mrsc
 
-Schema (issue 5; MRSC rules from issue 7 and dynamodb-facts §3):
+Schema (MRSC rules from dynamodb-facts §3):
 
     name: three-region-mrec            # required
     mode: mrec                         # mrec (default) | mrsc
@@ -415,7 +415,7 @@ class _Reader:
             self.error("workload", f"expected a mapping, got {_type_name(workload)}")
             workload = None
         elif workload is not None:
-            from .workload import check_workload  # workload.py owns its schema (issue 9)
+            from .workload import check_workload  # workload.py owns its schema
 
             declared = [table.name for table in tables]
             replicas = [region.name for region in regions if region.role == "replica"]
@@ -423,6 +423,13 @@ class _Reader:
                 self.error(path, message)
         if mode == "mrsc" and regions:
             self.mrsc_rules(regions)
+        if mode == "mrsc":
+            # What a strong-mode table cannot have (facts §3): the region would refuse to make it strong.
+            for index, table in enumerate(tables):
+                if table.definition.get("LocalSecondaryIndexes"):
+                    self.error(f"tables[{index}].LocalSecondaryIndexes", "not supported when mode is mrsc")
+                if (table.definition.get("StreamSpecification") or {}).get("StreamEnabled"):
+                    self.error(f"tables[{index}].StreamSpecification", "streams are not supported when mode is mrsc")
         return Topology(
             name=name or "",
             mode=mode,  # type: ignore[arg-type]

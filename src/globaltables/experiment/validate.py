@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from ..chaos.schedule import ScheduleError, load_schedule
 from .topology import Topology, TopologyError, load_topology
 
 STAND_INS = ("us-east-1", "eu-west-1", "ap-southeast-1")
@@ -57,11 +58,6 @@ def validate_files(paths: Iterable[Path], report: Callable[[str], None], topolog
 
 
 def _validate_schedule(path: Path, topologies: list[Topology], report: Callable[[str], None]) -> bool:
-    try:
-        from ..chaos.schedule import ScheduleError, load_schedule
-    except ImportError:  # the chaos work (issue 8) owns the schedule format
-        report(f"{path}: chaos schedules cannot be checked: this build has no chaos.schedule")
-        return False
     if not topologies:
         regions = sorted(set(AWS_REGION.findall(path.read_text(encoding="utf-8"))))
         # A nemesis draws among the topology's regions: give it enough stand-ins to expand its faults.

@@ -1,7 +1,7 @@
 """The `workload:` section of a topology file: what load `globaltables run` puts on every region, and the seeded
 generators that decide each operation.
 
-Schema (issue 9; every key but `table` has a default):
+Schema (every key but `table` has a default):
 
     workload:
       table: Orders                   # a table declared in `tables`

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from aiohttp import web
-from aiohttp.web_request import BaseRequest
 
 from ..engine.engine import Engine
 from . import wire
@@ -38,42 +38,9 @@ TTL_INTERVAL = web.AppKey("ttl_sweep_interval_s", float)
 
 log = logging.getLogger("globaltables.region")
 
-# The catch-all handler of the DynamoDB protocol, for `install_fast_path`.
-DYNAMODB_HANDLER = web.AppKey("dynamodb_handler", object)
-
-
-class _DynamoRequest(BaseRequest):
-    """A DynamoDB request on the fast path: a plain BaseRequest, no route match, no URL building."""
-
-
-def install_fast_path(runner: web.AppRunner) -> None:
-    """Send DynamoDB requests (POST /, the catch-all route's only traffic that matters) straight to the handler.
-
-    aiohttp's Application layer (router resolution, web.Request with its URL and match info) costs about 14 us of
-    the ~120 us a PutItem takes in all, measured by bench/region_throughput.py. The answer is the same: POST / has
-    no other route, the app has no middlewares and no response signals, and a request with `Expect` keeps the slow
-    path, whose expect handler answers `100 Continue`. Everything else (health check, control and replication
-    routes) goes through the Application as before. Call after `runner.setup()`.
-    """
-    server = runner.server
-    assert server is not None, "call after runner.setup()"
-    handle = runner.app[DYNAMODB_HANDLER]
-    slow_factory, slow_handler = server.request_factory, server.request_handler
-    loop = asyncio.get_running_loop()
-    max_size = wire.MAX_REQUEST_BYTES
-
-    def factory(message, payload, protocol, writer, task) -> BaseRequest:
-        if message.method == "POST" and message.path == "/" and "Expect" not in message.headers:
-            return _DynamoRequest(message, payload, protocol, writer, task, loop, client_max_size=max_size)
-        return slow_factory(message, payload, protocol, writer, task)
-
-    async def dispatch(request: BaseRequest) -> web.StreamResponse:
-        if type(request) is _DynamoRequest:
-            return await handle(request)
-        return await slow_handler(request)
-
-    server.request_factory = factory
-    server.request_handler = dispatch
+# The answer to an accepted DynamoDB POST, (headers, body, media type) -> (status, body, headers), shared by the
+# aiohttp handler and the HTTP front (http_front.py), which serves the common case without aiohttp's machinery.
+DYNAMODB_ANSWER = web.AppKey("dynamodb_answer", object)
 
 
 async def background_work(app: web.Application) -> AsyncIterator[None]:
@@ -130,11 +97,13 @@ def make_app(
     engine: Engine,
     ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S,
     routes: Iterable[web.AbstractRouteDef] = (),
+    answer_async: Callable[[Any, str, bytes], Awaitable[tuple[int, bytes]]] | None = None,
 ) -> web.Application:
     """The application serving `engine`. The caller owns the engine and its store (and closes them).
 
     `routes` (replication and control, region/http_transport.py and control.py) are matched before the catch-all
-    DynamoDB handler."""
+    DynamoDB handler. `answer_async` replaces `wire.answer` for a region whose writes wait for other regions
+    (strong mode, region/mrsc_host.py); its answers carry no version header."""
     # aiohttp enforces the size limit itself while reading bodies without a Content-Length (chunked uploads).
     app = web.Application(client_max_size=wire.MAX_REQUEST_BYTES)
     app[ENGINE] = engine
@@ -164,13 +133,22 @@ def make_app(
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return too_large(content_type)
+        if answer_async is not None:
+            status, body = await answer_async(request.headers, request.query_string, raw)
+            return web.Response(status=status, body=body, headers=framing(next_id(), body, content_type))
+        status, body, headers = answer_post(request.headers, raw, content_type, request.query_string)
+        return web.Response(status=status, body=body, headers=headers)
+
+    def answer_post(
+        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str = ""
+    ) -> tuple[int, bytes, dict[str, str]]:
         engine.response_version = None  # a request refused before the engine must not show the previous one's
-        status, body = answer(engine, request.headers, request.query_string, raw)
-        headers = framing(next_id(), body, content_type)
+        status, body = answer(engine, headers, query_string, raw)
+        response_headers = framing(next_id(), body, content_type)
         version = engine.response_version  # global tables: which item version this answer wrote or read
         if version is not None:
-            headers[VERSION_HEADER] = version
-        return web.Response(status=status, body=body, headers=headers)
+            response_headers[VERSION_HEADER] = version
+        return status, body, response_headers
 
     def too_large(content_type: str) -> web.Response:
         response = respond(*wire.error_answer(wire.TOO_LARGE), content_type)
@@ -180,7 +158,8 @@ def make_app(
 
     app.add_routes(routes)
     app.router.add_route("*", "/{path:.*}", handle)
-    app[DYNAMODB_HANDLER] = handle
+    # None: every request must be able to wait (strong mode), so the synchronous HTTP front must not serve any.
+    app[DYNAMODB_ANSWER] = answer_post if answer_async is None else None
     app.cleanup_ctx.append(background_work)
     app.cleanup_ctx.append(expiry_work)
     return app

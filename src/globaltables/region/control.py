@@ -24,7 +24,7 @@
 Rules: a request without the secret (header `x-globaltables-secret`) is refused with 401 and changes nothing; a
 request that names an unknown region, field or a bad value is refused with 400 as a whole (validated first,
 applied once). Every answer is the resulting status (faults) or `{"ok": true}` JSON. The chaos controller
-(issue 8) extends `faults` with more kinds; each key is one fault kind.
+extends `faults` with more kinds; each key is one fault kind.
 """
 
 from __future__ import annotations
@@ -192,7 +192,8 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
 
     return [
         web.get("/metrics", metrics),
-        host.coordinator.route(transport.authenticated),
+        # Replicas added and removed (MREC only: a strong-mode host has no such route, its membership is fixed).
+        *([host.coordinator.route(transport.authenticated)] if hasattr(host, "coordinator") else []),
         web.get("/control/status", guarded(status)),
         web.post("/control/faults", guarded(faults)),
         web.post("/control/peers", guarded(set_peers)),

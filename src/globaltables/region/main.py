@@ -28,7 +28,8 @@ from aiohttp import web
 from ..engine.engine import Engine
 from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
-from .app import install_fast_path, make_app
+from .app import DYNAMODB_ANSWER, make_app
+from .http_front import HttpFront
 from .replication_host import ReplicationSettings
 
 log = logging.getLogger("globaltables.region")
@@ -112,13 +113,16 @@ async def serve_store(config: RegionConfig) -> None:
             engine, app = replicated_region(config, store)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
-        install_fast_path(runner)
+        # The HTTP front answers plain DynamoDB requests itself and hands every other connection to the runner's
+        # aiohttp server (http_front.py).
+        assert runner.server is not None
+        front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER))
+        loop = asyncio.get_running_loop()
+        server = None
         try:
-            site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True)
-            await site.start()
-            host, port = bound_address(site)
+            server = await loop.create_server(front, config.host, config.port, backlog=1024, reuse_address=True)
+            host, port = bound_address(server)
             stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, stop.set)
             announce(config, endpoint_url(host, port))
@@ -126,6 +130,9 @@ async def serve_store(config: RegionConfig) -> None:
             await stop.wait()
             log.info("region %s stopping", config.name)
         finally:
+            if server is not None:
+                server.close()  # stop accepting
+            front.close()
             await runner.cleanup()
     finally:
         store.close()
@@ -139,6 +146,10 @@ def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine,
 
     settings = config.replication
     assert settings is not None
+    if settings.mode == "mrsc":
+        from .mrsc_host import strong_region
+
+        return strong_region(config, store)
     clock, hlc = make_clocks(settings)
     engine = Engine(
         store,
@@ -158,9 +169,8 @@ def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine,
     return engine, app
 
 
-def bound_address(site: web.TCPSite) -> tuple[str, int]:
-    server = site._server  # aiohttp exposes no public accessor for the bound sockets of one site
-    assert server is not None and server.sockets
+def bound_address(server: asyncio.AbstractServer) -> tuple[str, int]:
+    assert server.sockets
     for sock in server.sockets:
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             host, port = sock.getsockname()[:2]

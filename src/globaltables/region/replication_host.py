@@ -42,6 +42,7 @@ from ..engine.engine import Engine
 from ..engine.errors import ResourceInUseException
 from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock, Version
+from ..replication.mrsc.config import MrscConfig
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
 from ..runtime.transport import Envelope
@@ -78,6 +79,10 @@ class ReplicationSettings:
     peers_file: Path | None = None
     role: str = "replica"
     config: ReplicationConfig = field(default_factory=ReplicationConfig)
+    # Strong mode (region/mrsc_host.py): the peers are the other two members, `replicas` the replica regions.
+    mode: str = "mrec"
+    witness: str | None = None
+    mrsc: MrscConfig | None = None  # None: the defaults
 
 
 def make_clocks(settings: ReplicationSettings) -> tuple[SkewedClock, HybridLogicalClock]:

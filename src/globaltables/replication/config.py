@@ -15,7 +15,9 @@ class ReplicationConfig:
     window_records: int = 5_000  # records shipped but not yet acknowledged, per link, at most
     flush_interval: float = 0.005  # seconds a local commit waits before shipping, so bursts share a Ship
     retransmit_after: float = 1.0  # seconds without ack progress before a link goes back to its acked position
-    max_backoff: int = 8  # the retransmit interval doubles per fruitless retry, up to this multiple
+    # The retransmit interval doubles per fruitless retry, up to this multiple. Retries are cheap (a timed-out link
+    # probes with one Ship, not a window), so the cap is low: a healed partition resumes within 2 s.
+    max_backoff: int = 2
 
     def __post_init__(self) -> None:
         for name in ("lanes", "batch_records", "batch_bytes", "window_records", "max_backoff"):

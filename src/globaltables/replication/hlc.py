@@ -12,7 +12,7 @@ reached the new `l` (the old state, the message), or 0 when only the physical cl
 
 Both rules return a stamp strictly greater than every stamp this clock issued or received before, whatever the
 physical clock does (it may stand still or go backwards). So a write stamped after the clock saw the version it
-replaces always carries a greater stamp — the property last-writer-wins needs (issue 5; facts §10.4).
+replaces always carries a greater stamp — the property last-writer-wins needs (facts §10.4).
 
 A remote stamp whose physical part is more than `max_offset_ms` ahead of our physical clock is counted and logged,
 never rejected: rejecting would make a region with a fast clock unable to replicate at all, and DynamoDB does not

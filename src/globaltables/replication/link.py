@@ -9,8 +9,12 @@ Theory of operation (docs/replication.md, "Link"):
   epoch rewinds: `sent = acked`, epoch + 1, and the window is shipped again. Gap acks of older epochs answer Ships
   sent before the rewind and are ignored, so one loss costs one rewind, not one per message in flight.
 - Retransmit timer: with records unacknowledged and no ack progress for `retransmit_after` seconds (doubling per
-  fruitless retry up to `max_backoff` times, so a partitioned peer costs a trickle), rewind as above. After a
-  partition heals the next retry resumes from the acked position: nothing skipped, no full resync.
+  fruitless retry up to `max_backoff` times), rewind as above. A timed-out link then probes: it ships one Ship,
+  not a window, until an ack of the current epoch (or any progress) shows the peer hears it again; then the window
+  opens. So a partitioned peer costs a trickle of one Ship per retry, and the retries can stay frequent: after a
+  partition heals the next retry (at most `retransmit_after * max_backoff` later) resumes from the acked position:
+  nothing skipped, no full resync. A message from the peer (`peer_heard`) ends the backoff at once: the link
+  retries right away, at most once per `retransmit_after`.
 - If the records after `sent` are no longer in the log (trimmed before this peer acknowledged them), the link fails
   loudly: state `failed`, the error logged, nothing shipped again. Skipping would silently lose writes.
 Time is passed in (`now`, seconds on the host's monotonic clock); nothing here reads a clock.
@@ -38,8 +42,8 @@ class LogTrimmedError(RuntimeError):
 
 class ReplicationLink:
     __slots__ = (
-        "_batches", "_in_flight", "_port", "_progress_at", "_retries", "acked", "config", "epoch", "error", "lane",
-        "peer", "rewinds", "sent", "ships", "state", "table",
+        "_batches", "_in_flight", "_port", "_probing", "_progress_at", "_retries", "acked", "config", "epoch", "error",
+        "lane", "peer", "rewinds", "sent", "ships", "state", "table",
     )  # fmt: skip
 
     def __init__(self, peer: str, table: str, lane: int, port: ReplicaPortLike, config: ReplicationConfig) -> None:
@@ -57,6 +61,7 @@ class ReplicationLink:
         self._in_flight = 0  # records in those Ships
         self._progress_at = 0.0  # when acked last advanced (or shipping started from idle)
         self._retries = 0  # retransmits since the last ack progress
+        self._probing = False  # timed out: one Ship in flight at most until the peer is heard again
         self.ships = 0  # Ships sent, for statistics
         self.rewinds = 0
 
@@ -80,9 +85,12 @@ class ReplicationLink:
         if self.sent > self.acked and now >= self.retransmit_deadline():
             self._retries += 1
             self._rewind(now)
+            self._probing = True
         out: list[tuple[Ship, bytes]] = []
         config = self.config
         while self.sent < log_end and self._in_flight < config.window_records:
+            if self._probing and self._in_flight:
+                break  # the probe is out: wait for its ack before shipping the window
             if self.sent < self._port.log_start(self.table, self.lane) - 1:
                 self._fail(
                     f"log of {self.table} lane {self.lane} trimmed past position {self.sent}, which {self.peer} "
@@ -112,6 +120,18 @@ class ReplicationLink:
                 return ship, data
             records = records[: len(records) // 2]
 
+    @property
+    def backing_off(self) -> bool:
+        """Timed out at least once since the last ack progress (the peer may be cut off)."""
+        return self._retries > 0
+
+    def peer_heard(self, now: float) -> None:
+        """A message came from the peer: it is reachable again, so a backed-off link retries now rather than at the
+        end of its backoff (but not more often than every `retransmit_after`, should only the other way work)."""
+        if self._retries and self.sent > self.acked and now - self._progress_at >= self.config.retransmit_after:
+            self._retries = 0
+            self._progress_at = now - self.config.retransmit_after  # the retransmit deadline is now
+
     def retransmit_deadline(self) -> float:
         backoff = min(1 << self._retries, self.config.max_backoff)
         return self._progress_at + self.config.retransmit_after * backoff
@@ -128,6 +148,8 @@ class ReplicationLink:
         if self.state != ACTIVE:
             return
         applied = ack.applied_pos
+        if applied > self.acked or ack.epoch == self.epoch:
+            self._probing = False  # the peer hears us again: ship the whole window
         if applied > self.acked:
             self.acked = applied
             self._port.save_acked(self.peer, self.table, self.lane, applied)

@@ -65,6 +65,7 @@ class RegionNode:
         self._flush_at: float | None = 0.0  # a first poll picks up whatever the log holds (e.g. after a restart)
         self._msg_id = 0
         self.dropped_messages = 0
+        self._backing_off: set[str] = set()  # peers with a link in retransmit backoff (see `peer_heard`)
 
     # ------------------------------------------------------------------------------------------------ inputs
 
@@ -105,6 +106,8 @@ class RegionNode:
                 self.hlc.update(HlcTimestamp.parse(message.stamp))
             except ValueError as error:
                 return self._drop(envelope, str(error))
+        if src in self._backing_off:
+            self._peer_heard(src, now)
         if type(message) is Ship:
             port = self.port
             table = message.table
@@ -130,9 +133,10 @@ class RegionNode:
     def next_deadline(self) -> float | None:
         deadline = self._flush_at
         for link in self.links.values():
-            at = link.next_deadline()
-            if at is not None and (deadline is None or at < deadline):
-                deadline = at
+            if link.sent > link.acked:  # only links with records unacknowledged have a timer
+                at = link.next_deadline()
+                if at is not None and (deadline is None or at < deadline):
+                    deadline = at
         return deadline
 
     # ------------------------------------------------------------------------------------------------ status
@@ -223,7 +227,15 @@ class RegionNode:
         self._members[table] = list(replicas)
         return lanes
 
+    def _peer_heard(self, peer: str, now: float) -> None:
+        self._backing_off.discard(peer)
+        for (to, _table, _lane), link in self.links.items():
+            if to == peer:
+                link.peer_heard(now)
+
     def _ship(self, link: ReplicationLink, batches: list[tuple[Ship, bytes]], out: list[Envelope]) -> None:
+        if link.backing_off:
+            self._backing_off.add(link.peer)
         channel = channel_of(link.table, link.lane)
         for _, data in batches:
             self._msg_id += 1

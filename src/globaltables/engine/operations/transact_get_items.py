@@ -14,6 +14,7 @@ from typing import Any
 from .. import capacity, transactions
 from ..errors import TransactionCanceledException
 from ..expressions import parse_projection, project
+from ..strong import refuse_if_strong
 from ..schema import TableDefinition
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
 from ..values import item_size
@@ -59,6 +60,8 @@ def prepare_get(engine, get: dict) -> Get:
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
     gets = [prepare_get(engine, transact_item["Get"]) for transact_item in request["TransactItems"]]
+    for g in gets:
+        refuse_if_strong(g.table, "TransactGetItems")
     transactions.check_distinct([(g.table.name, g.pk, g.sk) for g in gets])
 
     faults = engine.faults

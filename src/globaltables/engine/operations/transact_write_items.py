@@ -25,6 +25,7 @@ from ..errors import (
     ValidationException,
 )
 from ..schema import validate_item_size
+from ..strong import refuse_if_strong
 from ..storage.sqlite_store import ItemWrite
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
 from ..values import item_size
@@ -118,6 +119,8 @@ def prepare_action(engine, transact_item: dict) -> WriteRequest:
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
     actions = [prepare_action(engine, transact_item) for transact_item in request["TransactItems"]]
+    for action in actions:
+        refuse_if_strong(action.table, "TransactWriteItems")
     transactions.check_distinct([(a.table.name, a.pk, a.sk) for a in actions])
     mode = request.get("ReturnConsumedCapacity", "NONE")
     token = request.get("ClientRequestToken")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import LimitExceededException, ResourceNotFoundException, invalid_parameter, validation
 from ..schema import IndexDefinition, TableDefinition
+from ..strong import refuse_if_strong
 from ..table_description import describe_table, same_utc_day, sse_description, stream_label
 from ..table_validation import (
     BILLING_MODE,
@@ -394,6 +395,7 @@ def update_stream(new: TableDefinition, spec: dict | None, now: float) -> None:
         return
     if spec["StreamEnabled"]:
         check_stream_specification(spec)
+        refuse_if_strong(new, "DynamoDB Streams")
         if new.stream_enabled:
             raise validation(f"Table already has an enabled stream: TableName: {new.name}")
         new.stream = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import validation
 from ..schema import TableDefinition
+from ..strong import refuse_if_strong
 from ..validation import Bool, Str, Struct, TableNameField, check_request
 
 FIELDS = {
@@ -28,6 +29,7 @@ def handle(engine, request: dict) -> dict:
     enabled = specification["Enabled"]
     attribute = specification["AttributeName"]
     table = engine.table(request["TableName"], describe=True)
+    refuse_if_strong(table, "UpdateTimeToLive")
     current = table.ttl if table.ttl and table.ttl.get("TimeToLiveStatus") == "ENABLED" else None
     if enabled:
         if current is not None:

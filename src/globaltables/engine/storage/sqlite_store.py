@@ -105,6 +105,19 @@ def partition_hash(pk: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
 
 
+_KEYS_PER_QUERY = 256  # keys per batched read: 770 parameters, well under SQLite's limit
+_RECORDS_BY_KEYS = (
+    "SELECT k.column2, k.column3, i.item, i.version, t.version FROM (VALUES {values}) AS k"
+    " LEFT JOIN items AS i ON i.tid = ? AND i.h = k.column1 AND i.pk = k.column2 AND i.sk = k.column3"
+    " LEFT JOIN tombstones AS t ON t.tid = ? AND t.h = k.column1 AND t.pk = k.column2 AND t.sk = k.column3"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _records_by_keys(size: int) -> str:
+    return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
+
+
 UNKNOWN = object()  # ItemWrite.old_version when the writer did not read it; Engine.commit looks it up
 
 
@@ -263,6 +276,33 @@ class SqliteStore:
         ).fetchone()
         return (None, row[0], True) if row is not None else (None, None, False)
 
+    def get_records(
+        self, table: str, keys: list[tuple[bytes, bytes]]
+    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]]:
+        """`get_record` for many keys at once (a replicated batch): one query per chunk of keys instead of up to two
+        per key. Keys holding neither an item nor a tombstone are absent from the result."""
+        tid = self._tids[table]
+        found: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]] = {}
+        loads = orjson.loads
+        db = self.db
+        for start in range(0, len(keys), _KEYS_PER_QUERY):
+            chunk = keys[start : start + _KEYS_PER_QUERY]
+            # The keys are a VALUES list joined to both tables' primary keys (a row-value IN would scan the whole
+            # table). The list is padded to a multiple of 8 by repeating a key, so a few dozen statement texts serve
+            # every batch size (sqlite3 caches prepared statements by text); a repeated key finds the same rows.
+            size = -(-len(chunk) // 8) * 8
+            args: list = []
+            for pk, sk in chunk:
+                args += (partition_hash(pk), pk, sk)
+            args += args[-3:] * (size - len(chunk))
+            args += (tid, tid)
+            for pk, sk, item, version, tombstone in db.execute(_records_by_keys(size), args):
+                if item is not None:
+                    found[(pk, sk)] = (loads(item), version, False)
+                elif tombstone is not None:
+                    found[(pk, sk)] = (None, tombstone, True)
+        return found
+
     def table_id(self, table: str) -> int:
         return self._tids[table]
 
@@ -272,6 +312,14 @@ class SqliteStore:
             (kind, region, self._tids[table], lane),
         ).fetchone()
         return row[0] if row else 0
+
+    def save_position(self, kind: str, region: str, table: str, lane: int, pos: int) -> None:
+        """Record one replication position on its own: a single statement is its own transaction (cheaper than
+        `write([], positions=...)`'s BEGIN/COMMIT pair, and as atomic)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO replication_positions (kind, region, tid, lane, pos) VALUES (?, ?, ?, ?, ?)",
+            (kind, region, self._tids[table], lane, pos),
+        )
 
     def write(
         self,

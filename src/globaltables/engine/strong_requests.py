@@ -1,0 +1,134 @@
+"""The engine's half of a client write on a strong-mode (MRSC) table: validate, evaluate, answer — never commit.
+
+The commit protocol (replication/mrsc/) decides whether and when a write takes effect, and its region host awaits
+that decision, so the engine cannot run these writes inline as it runs every other request. Instead:
+
+Rule 1: `prepare` validates the request exactly as the ordinary operation does (the same `prepare` functions and
+batch checks, in the same order, so the same errors), before anything is proposed; nothing here writes.
+Rule 2: each item write becomes a `StrongWrite` whose `evaluate(old)` runs the condition and the update against a
+committed image and checks the new item's size. It is pure: the coordinator re-runs it after a stale refusal.
+Rule 3: once the protocol has committed every item write, `respond` builds the operation's response from the
+(old, new) images the protocol reports, as the ordinary operation would have.
+Rule 4: requests of a BatchWriteItem on tables that are not strong are left to the ordinary operation (`rest`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import capacity
+from .errors import ValidationException
+from .operations import batch_write_item, delete_item, put_item, update_item
+from .operations.batch_requests import check_request_items
+from .operations.delete_item import DeleteRequest
+from .operations.put_item import PutRequest
+from .operations.read_modify_write import WriteRequest, write_capacity
+from .schema import TableDefinition, validate_item_size
+from .values import item_size
+
+SINGLE = {"PutItem": put_item.prepare, "UpdateItem": update_item.prepare, "DeleteItem": delete_item.prepare}
+WRITE_OPERATIONS = frozenset({*SINGLE, "BatchWriteItem"})
+
+
+@dataclass
+class StrongWrite:
+    request: WriteRequest
+
+    @property
+    def table(self) -> str:
+        return self.request.table.name
+
+    @property
+    def key(self) -> dict:
+        return self.request.key
+
+    def evaluate(self, old: dict | None) -> dict | None:
+        request = self.request
+        request.check_condition(old)
+        new = request.apply(old)
+        if new is not None:
+            validate_item_size(new, request.size_error)
+        return new
+
+
+@dataclass
+class StrongPlan:
+    operation: str
+    request: dict
+    writes: list[StrongWrite]
+    rest: dict | None = None  # BatchWriteItem: the request for the tables that are not strong
+
+
+def strong_table(engine: Any, name: Any) -> TableDefinition | None:
+    table = engine.tables.get(name) if isinstance(name, str) else None
+    return table if table is not None and table.strong is not None else None
+
+
+def touches_strong(engine: Any, operation: str, request: Any) -> bool:
+    """Whether a write request names a strong table (cheap: no validation)."""
+    if not isinstance(request, dict):
+        return False
+    if operation == "BatchWriteItem":
+        items = request.get("RequestItems")
+        return isinstance(items, dict) and any(strong_table(engine, name) for name in items)
+    return strong_table(engine, request.get("TableName")) is not None
+
+
+def prepare(engine: Any, operation: str, request: dict) -> StrongPlan:
+    if operation != "BatchWriteItem":
+        return StrongPlan(operation, request, [StrongWrite(SINGLE[operation](engine, request))])
+    # Batch: batch_write_item's own checks in its own order (rule 1), then one StrongWrite per strong request.
+    bw = batch_write_item
+    request_items = check_request_items(request, bw.FIELDS, bw.WRITE_REQUESTS, bw.MAX_WRITES)
+    if sum(len(requests) for requests in request_items.values()) > bw.MAX_WRITES:
+        raise ValidationException(bw.TOO_MANY)
+    valued = [(name, bw._values(requests)) for name, requests in request_items.items()]
+    writes: list[StrongWrite] = []
+    rest: dict[str, list] = {}
+    for name, requests in valued:
+        table = engine.table(name)
+        keyed = bw._keyed(table, requests)
+        if table.strong is None:
+            rest[name] = [original for *_ignored, original in keyed]
+            continue
+        for pk, sk, item, key, _size, _original in keyed:
+            if item is not None:
+                writes.append(StrongWrite(PutRequest(table=table, pk=pk, sk=sk, key=key, item=item)))
+            else:
+                writes.append(StrongWrite(DeleteRequest(table=table, pk=pk, sk=sk, key=key)))
+    rest_request = None
+    if rest:
+        rest_request = {k: v for k, v in request.items() if k != "RequestItems"}
+        rest_request["RequestItems"] = rest
+    return StrongPlan(operation, request, writes, rest_request)
+
+
+def respond(engine: Any, plan: StrongPlan, images: list[tuple[dict | None, dict | None]], rest: dict | None) -> dict:
+    """The response once every write of `plan` committed with (old, new) `images`; `rest`: the ordinary
+    operation's response for a batch's other tables."""
+    mode = plan.request.get("ReturnConsumedCapacity", "NONE")
+    if plan.operation != "BatchWriteItem":
+        request = plan.writes[0].request
+        old, new = images[0]
+        response = request.response(old, new)
+        if capacity.wanted(mode):
+            size = item_size(new) if new is not None else 0
+            response["ConsumedCapacity"] = write_capacity(mode, request.table, old, new, size)
+        return response
+    response = {"UnprocessedItems": dict((rest or {}).get("UnprocessedItems", {}))}
+    if capacity.wanted(mode):
+        per_table: dict[str, tuple[TableDefinition, list]] = {}
+        for write, (old, new) in zip(plan.writes, images, strict=True):
+            size = item_size(new) if new is not None else 0
+            entry = per_table.setdefault(write.table, (write.request.table, []))
+            entry[1].append((old, new, size, write.key, write.request.pk))
+        consumed = [bw_capacity(mode, table, applied) for table, applied in per_table.values()]
+        response["ConsumedCapacity"] = consumed + list((rest or {}).get("ConsumedCapacity", []))
+    if rest and rest.get("ItemCollectionMetrics"):
+        response["ItemCollectionMetrics"] = rest["ItemCollectionMetrics"]
+    return response
+
+
+bw_capacity: Callable[..., dict] = batch_write_item._capacity

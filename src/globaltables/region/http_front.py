@@ -1,0 +1,222 @@
+"""The region's HTTP/1.1 front: plain DynamoDB requests answered straight from the socket, everything else by aiohttp.
+
+Why: a PutItem's engine work costs about 26 us, aiohttp's request machinery (parser callbacks, a request object, a
+response object, a stream writer, the handler task's wake-ups) about twice that again. A DynamoDB client sends one
+shape of request almost exclusively (`POST /` with a Content-Length, a JSON media type and a handful of headers),
+so this protocol parses that shape itself, calls the same answer function as the aiohttp handler (app.py
+`DYNAMODB_ANSWER`: the same checks, the same engine call, the same framing headers) and writes the same bytes
+aiohttp would (status line, headers in aiohttp's order, Date and Server).
+
+Theory of operation
+1. Every accepted connection starts here. Requests are taken from the buffer one by one (pipelining works) and
+   answered inline, in arrival order; the engine is synchronous, so a request is done when `data_received` returns.
+2. A request is served here only if its head is strictly well formed (request line exactly `POST / HTTP/1.1`,
+   token header names, printable ASCII values, no repeated header, within aiohttp's size limits) with a
+   Content-Length no larger than the 16 MiB limit, a JSON media type, and none of Transfer-Encoding, Expect,
+   Upgrade or Connection. This is a strict subset of what aiohttp accepts and answers the same way.
+3. Any other request (health check, other paths, presigned query strings, chunked or oversized bodies, `Expect:
+   100-continue`, WebSocket upgrades of replication links, control routes, anything malformed) hands the whole
+   connection to aiohttp: a fresh `RequestHandler` of the runner's server takes the transport and the unconsumed
+   bytes from the start of that request, and keeps the connection for the rest of its life. So every behaviour
+   outside the common case is aiohttp's, unchanged.
+4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
+5. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep; `close` (at shutdown)
+   closes every connection still here (none has a request in progress: answers are synchronous).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import socket
+import time
+from collections.abc import Callable, Mapping
+from email.utils import formatdate
+from http import HTTPStatus
+
+from aiohttp import web
+from aiohttp.http import SERVER_SOFTWARE
+
+from . import wire
+
+log = logging.getLogger("globaltables.region")
+
+# (headers, body, media type) -> (status, body, response headers); app.py's answer to an accepted POST.
+Answer = Callable[[Mapping[str, str], bytes, str], tuple[int, bytes, dict[str, str]]]
+
+# aiohttp's own limits (RequestHandler defaults): a longer head or more headers goes to aiohttp, which refuses it.
+MAX_HEAD_BYTES = 8190
+MAX_HEADERS = 128
+# aiohttp's RequestHandler default keep-alive timeout, and how often idle connections are looked for.
+KEEPALIVE_TIMEOUT_S = 3630.0
+SWEEP_INTERVAL_S = 60.0
+
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_HEAD = re.compile(rf"POST / HTTP/1\.1\r\n(?:{_TOKEN}:[\t\x20-\x7e]*\r\n)*")
+# Greedy value, trailing whitespace stripped after: a lazy value with a trailing [ \t]* backtracks at every byte.
+_FIELD = re.compile(rf"({_TOKEN}):[ \t]*([\t\x20-\x7e]*)\r\n")
+# Headers whose semantics the fast path does not implement: their presence sends the request to aiohttp.
+_SLOW_HEADERS = ("transfer-encoding", "expect", "upgrade", "connection")
+_STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
+
+
+class Headers(dict):
+    """Request headers keyed by lower-cased name; `get` is case-insensitive, like aiohttp's CIMultiDict."""
+
+    __slots__ = ()
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        return dict.get(self, name.lower(), default)
+
+
+class HttpFront:
+    """The protocol factory the region listens with (see the module doc); `aiohttp_server` is the runner's server,
+    which takes over connections the fast path does not serve."""
+
+    def __init__(self, aiohttp_server: web.Server, answer: Answer | None) -> None:
+        self.aiohttp_server = aiohttp_server
+        self.answer = answer
+        self.loop = asyncio.get_running_loop()
+        self.connections: set[FastConnection] = set()
+        self._date_second = -1
+        self._date = ""
+        self._sweeper = self.loop.create_task(self._sweep())
+
+    def __call__(self) -> asyncio.Protocol:
+        if self.answer is None:  # an app without the synchronous answer (a strong region): aiohttp serves it all
+            return self.aiohttp_server()
+        return FastConnection(self)
+
+    def date(self) -> str:
+        """The Date header's value, formatted once a second (as aiohttp does)."""
+        now = int(time.time())
+        if now != self._date_second:
+            self._date_second, self._date = now, formatdate(now, usegmt=True)
+        return self._date
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_INTERVAL_S)
+            deadline = self.loop.time() - KEEPALIVE_TIMEOUT_S
+            for connection in [c for c in self.connections if c.idle_since < deadline]:
+                connection.close()
+
+    def close(self) -> None:
+        """Stop the sweep and close every connection still served here (at shutdown)."""
+        self._sweeper.cancel()
+        for connection in list(self.connections):
+            connection.close()
+
+
+class FastConnection(asyncio.Protocol):
+    __slots__ = ("front", "transport", "buffer", "paused", "idle_since")
+
+    def __init__(self, front: HttpFront) -> None:
+        self.front = front
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.paused = False
+        self.idle_since = front.loop.time()
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.front.connections.add(self)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # as aiohttp's RequestHandler does (tcp_keepalive); uvloop sets TCP_NODELAY itself
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            except OSError:
+                pass
+
+    def connection_lost(self, exc) -> None:
+        self.front.connections.discard(self)
+        self.transport = None
+
+    def pause_writing(self) -> None:
+        self.paused = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        if self.transport is not None:
+            self.transport.resume_reading()
+            self._serve()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if not self.paused:
+            self._serve()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def _serve(self) -> None:
+        """Answer every complete request in the buffer, or hand the connection to aiohttp at the first one this
+        front does not serve."""
+        buffer = self.buffer
+        while buffer and not self.paused and self.transport is not None:
+            end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
+            if end < 0:
+                if len(buffer) > MAX_HEAD_BYTES + 3:
+                    self._hand_over()
+                return
+            head = buffer[: end + 2].decode("latin-1")
+            if _HEAD.fullmatch(head) is None:
+                self._hand_over()
+                return
+            fields = _FIELD.findall(head, head.index("\n") + 1)
+            headers = Headers()
+            for name, value in fields:
+                headers[name.lower()] = value.rstrip(" \t")
+            length = headers.get("content-length")
+            if (
+                len(headers) != len(fields)  # a repeated header
+                or len(fields) > MAX_HEADERS
+                or length is None
+                or not length.isdigit()
+                or len(length) > 9
+                or int(length) > wire.MAX_REQUEST_BYTES
+                or any(name in headers for name in _SLOW_HEADERS)
+            ):
+                self._hand_over()
+                return
+            media = wire.media_type(headers.get("content-type"))
+            if media is None:
+                self._hand_over()
+                return
+            start = end + 4
+            stop = start + int(length)
+            if len(buffer) < stop:
+                return
+            raw = bytes(buffer[start:stop])
+            del buffer[:stop]
+            self._respond(headers, raw, media)
+
+    def _respond(self, headers: Headers, raw: bytes, media: str) -> None:
+        front = self.front
+        try:
+            status, body, response_headers = front.answer(headers, raw, media)
+            lines = [_STATUS_LINES[status]]
+            lines.extend(f"{name}: {value}\r\n" for name, value in response_headers.items())
+            lines.append(f"Content-Length: {len(body)}\r\nDate: {front.date()}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n")
+            self.transport.write("".join(lines).encode() + body)
+        except Exception:  # a bug here: drop the connection (as aiohttp does on a handler crash), keep serving others
+            log.exception("HTTP front failed to answer a request")
+            self.transport.abort()
+            return
+        self.idle_since = front.loop.time()
+
+    def _hand_over(self) -> None:
+        """Give this connection, from the start of the current request, to aiohttp for the rest of its life."""
+        transport, data = self.transport, bytes(self.buffer)
+        self.front.connections.discard(self)
+        self.transport = None
+        self.buffer = bytearray()
+        handler = self.front.aiohttp_server()
+        transport.set_protocol(handler)
+        handler.connection_made(transport)
+        if data:
+            handler.data_received(data)

@@ -1,0 +1,243 @@
+"""Strong mode (MRSC) with real processes (`globaltables up`) and boto3: what strong mode must show.
+
+Topology (tests/mrsc/conftest.py): replicas A = us-east-1 and B = us-east-2, witness W = us-west-2, 10 ms one way.
+Clients make one attempt (no botocore retries), so every RWCE and 500 is seen as the region answered it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError
+
+from mrec_cluster import Cluster, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+TABLE = "Items"
+A, B, W = "us-east-1", "us-east-2", "us-west-2"
+ROUND_TRIP_S = 0.020  # the nearest other member is 10 ms away, one way
+
+
+def key(name: str) -> dict:
+    return {"id": {"S": name}}
+
+
+def fresh(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def error_code(call) -> str | None:
+    """None if `call()` succeeded, else the DynamoDB error code."""
+    try:
+        call()
+    except ClientError as error:
+        return error.response["Error"]["Code"]
+    return None
+
+
+def partition(cluster: Cluster, groups: list[list[str]]) -> None:
+    """Cut every link between regions of different groups, both ways (grudges held by every receiver)."""
+    for group in groups:
+        others = [r for g in groups if g is not group for r in g]
+        for region in group:
+            cluster.faults(region, {"grudges": others})
+
+
+def heal(cluster: Cluster) -> None:
+    for region in (A, B, W):
+        cluster.faults(region, {"heal": True})
+
+
+def test_every_region_reports_strong_mode_and_the_table_describes_it(cluster):
+    for region in (A, B, W):
+        assert cluster.status(region)["mode"] == "mrsc"
+    table = cluster.clients[A].describe_table(TableName=TABLE)["Table"]
+    assert table["MultiRegionConsistency"] == "STRONG"
+    assert sorted(r["RegionName"] for r in table["Replicas"]) == [A, B]
+    assert table["GlobalTableWitnesses"] == [{"RegionName": W, "WitnessStatus": "ACTIVE"}]
+
+
+def test_witness_serves_no_table_data(cluster):
+    witness = cluster.clients[W]
+    assert error_code(lambda: witness.get_item(TableName=TABLE, Key=key("x"))) == "ResourceNotFoundException"
+    assert error_code(lambda: witness.put_item(TableName=TABLE, Item=key("x"))) == "ResourceNotFoundException"
+    assert witness.list_tables()["TableNames"] == []
+
+
+def test_unsupported_features_are_refused(cluster):
+    client = cluster.clients[A]
+    name = fresh("refused")
+    transact = lambda: client.transact_write_items(TransactItems=[{"Put": {"TableName": TABLE, "Item": key(name)}}])  # noqa: E731
+    for call in (
+        transact,
+        lambda: client.transact_get_items(TransactItems=[{"Get": {"TableName": TABLE, "Key": key(name)}}]),
+        lambda: client.update_time_to_live(
+            TableName=TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
+        ),
+        lambda: client.update_table(
+            TableName=TABLE, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+        ),
+    ):
+        with pytest.raises(ClientError) as caught:
+            call()
+        assert caught.value.response["Error"]["Code"] == "ValidationException"
+        assert "multi-Region strong consistency" in caught.value.response["Error"]["Message"]
+    assert "Item" not in client.get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)
+
+
+def test_acknowledged_write_is_returned_by_a_strong_read_elsewhere(cluster):
+    for i in range(5):
+        name = fresh("ack")
+        started = time.monotonic()
+        cluster.clients[A].put_item(TableName=TABLE, Item={**key(name), "n": {"N": str(i)}})
+        assert time.monotonic() - started >= ROUND_TRIP_S  # a majority holds it: one round trip, no less
+        got = cluster.clients[B].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)
+        assert got["Item"] == {**key(name), "n": {"N": str(i)}}
+    # Updates and deletes go the same way.
+    cluster.clients[B].update_item(
+        TableName=TABLE, Key=key(name), UpdateExpression="SET n = n + :one", ExpressionAttributeValues={":one": {"N": "1"}}
+    )
+    assert cluster.clients[A].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"]["n"] == {"N": "5"}
+    old = cluster.clients[A].delete_item(TableName=TABLE, Key=key(name), ReturnValues="ALL_OLD")["Attributes"]
+    assert old["n"] == {"N": "5"}
+    assert "Item" not in cluster.clients[B].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)
+
+
+def test_batch_write_commits_every_request(cluster):
+    names = [fresh("batch") for _ in range(3)]
+    answer = cluster.clients[A].batch_write_item(
+        RequestItems={TABLE: [{"PutRequest": {"Item": {**key(n), "v": {"S": n}}}} for n in names]}
+    )
+    assert answer["UnprocessedItems"] == {}
+    for n in names:
+        assert cluster.clients[B].get_item(TableName=TABLE, Key=key(n), ConsistentRead=True)["Item"]["v"] == {"S": n}
+
+
+def race(cluster: Cluster, work_a, work_b) -> None:
+    barrier = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def run(work):
+        try:
+            barrier.wait(timeout=10)
+            work()
+        except BaseException as error:  # surfaced by the test thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=run, args=(work,)) for work in (work_a, work_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not failures, failures
+
+
+def test_two_regions_hammering_one_item_conflict_and_converge(cluster):
+    name = fresh("hammer")
+    codes: dict[str, list[str | None]] = {A: [], B: []}
+    deadline = time.monotonic() + 20
+
+    def hammer(region: str):
+        client = cluster.clients[region]
+        i = 0
+        while time.monotonic() < deadline and (i < 60 or "ReplicatedWriteConflictException" not in sum(codes.values(), [])):
+            i += 1
+            codes[region].append(
+                error_code(
+                    lambda: client.update_item(
+                        TableName=TABLE, Key=key(name), UpdateExpression="SET #by = :r ADD n :one", ExpressionAttributeNames={"#by": "by"},
+                        ExpressionAttributeValues={":r": {"S": region}, ":one": {"N": "1"}},
+                    )
+                )
+            )  # fmt: skip
+
+    race(cluster, lambda: hammer(A), lambda: hammer(B))
+    every = codes[A] + codes[B]
+    assert "ReplicatedWriteConflictException" in every
+    assert set(every) <= {None, "ReplicatedWriteConflictException"}
+    committed = every.count(None)
+    # Both replicas end with the same item, and every acknowledged increment is in it (RWCE changed nothing).
+    items = [cluster.clients[r].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"] for r in (A, B)]
+    assert items[0] == items[1]
+    assert items[0]["n"] == {"N": str(committed)}
+    wait_until(
+        lambda: all(cluster.clients[r].get_item(TableName=TABLE, Key=key(name))["Item"] == items[0] for r in (A, B)),
+        10,
+        "the eventually consistent reads to agree",
+    )
+
+
+def test_put_if_absent_raced_from_both_regions_succeeds_in_exactly_one(cluster):
+    for _ in range(5):
+        name = fresh("absent")
+        codes: dict[str, str | None] = {}
+
+        def put(region: str):
+            codes[region] = error_code(
+                lambda: cluster.clients[region].put_item(
+                    TableName=TABLE, Item={**key(name), "owner": {"S": region}},
+                    ConditionExpression="attribute_not_exists(id)",
+                )
+            )  # fmt: skip
+
+        race(cluster, lambda: put(A), lambda: put(B))
+        winners = [region for region, code in codes.items() if code is None]
+        assert len(winners) == 1, codes
+        loser = A if winners == [B] else B
+        assert codes[loser] in ("ConditionalCheckFailedException", "ReplicatedWriteConflictException")
+        for region in (A, B):
+            item = cluster.clients[region].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"]
+            assert item["owner"] == {"S": winners[0]}
+
+
+def test_writes_commit_through_the_other_replica_while_the_witness_is_cut_off(cluster):
+    try:
+        partition(cluster, [[A, B], [W]])
+        for writer, reader in ((A, B), (B, A)):
+            name = fresh("nowitness")
+            cluster.clients[writer].put_item(TableName=TABLE, Item={**key(name), "by": {"S": writer}})
+            got = cluster.clients[reader].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)
+            assert got["Item"]["by"] == {"S": writer}
+    finally:
+        heal(cluster)
+
+
+def test_an_isolated_replica_fails_writes_with_500_while_the_other_commits(cluster):
+    mine, theirs = fresh("isolated"), fresh("connected")
+    cluster.clients[A].put_item(TableName=TABLE, Item={**key(mine), "v": {"N": "0"}})
+    try:
+        partition(cluster, [[A], [B, W]])
+        code = error_code(lambda: cluster.clients[A].put_item(TableName=TABLE, Item={**key(mine), "v": {"N": "1"}}))
+        assert code == "InternalServerError"
+        assert error_code(lambda: cluster.clients[A].get_item(TableName=TABLE, Key=key(mine), ConsistentRead=True)) == (
+            "InternalServerError"
+        )
+        # Its eventually consistent reads still answer, from what it holds.
+        assert cluster.clients[A].get_item(TableName=TABLE, Key=key(mine))["Item"]["v"] == {"N": "0"}
+        cluster.clients[B].put_item(TableName=TABLE, Item={**key(theirs), "v": {"N": "2"}})
+        assert cluster.clients[B].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {
+            "N": "2"
+        }
+    finally:
+        heal(cluster)
+    # Healed: A's in-doubt write was resolved one way or the other, the same way everywhere, and A writes again.
+    def agreed():
+        try:
+            items = [cluster.clients[r].get_item(TableName=TABLE, Key=key(mine), ConsistentRead=True)["Item"] for r in (A, B)]
+        except ClientError:
+            return False
+        return items[0] == items[1] and items[0]["v"] in ({"N": "0"}, {"N": "1"})
+
+    wait_until(agreed, 20, "the isolated replica's in-doubt write to be resolved")
+    wait_until(
+        lambda: error_code(lambda: cluster.clients[A].put_item(TableName=TABLE, Item={**key(mine), "v": {"N": "3"}})) is None,
+        20,
+        "the healed replica to write again",
+        interval=0.2,
+    )
+    assert cluster.clients[B].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
+    assert cluster.clients[A].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
