@@ -73,6 +73,7 @@ def summarise(results: dict[str, Any], floors: dict[str, float] | None) -> dict[
         "errors": results["errors"],
         "conflicts": results["conflicts"],
         "replication_lag_ms": results["replication_lag_ms"],
+        "staleness": results.get("staleness", {}),
     }
     if floors is not None:
         summary["write_floor_ms"] = floors
@@ -171,6 +172,15 @@ def render(document: dict[str, Any]) -> str:
             f"| {mode} | {', '.join(f'{k} {v}' for k, v in errors.items()) or 'none'} | "
             f"{summary['conflicts']['replicated_write_conflicts']} | {summary['conflicts']['lww_overwrites']} | {lag} |"
         )
+    lines += ["", "## Staleness of eventually consistent reads", "",
+              "| mode | region | reads | stale | max versions behind | max ms behind | mean ms behind |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for mode, summary in ran.items():
+        for region, stats in sorted(summary.get("staleness", {}).items()):
+            lines.append(
+                f"| {mode} | {region} | {int(stats['reads'])} | {int(stats['stale_reads'])} | "
+                f"{int(stats['max_versions'])} | {stats['max_ms']:.1f} | {stats['mean_ms']:.1f} |"
+            )
     lines += ["", "![write latency per region and mode](compare.png)", ""]
     return "\n".join(lines)
 

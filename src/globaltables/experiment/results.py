@@ -157,6 +157,13 @@ SCHEMA: dict[str, Any] = {
                 "properties": {"name": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}},
             },
         },
+        "staleness": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["reads", "stale_reads", "max_versions", "max_ms", "mean_ms"],
+            },
+        },
         "convergence_ms": {
             "type": "array",
             "items": {

@@ -31,6 +31,7 @@ import orjson
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.linearizable import check as check_linearizable
 from ..chaos.checkers.lww import check_lww
+from ..chaos.checkers.staleness import check_staleness
 from ..chaos.checkers.result import CheckResult
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
@@ -510,6 +511,7 @@ async def _experiment(
             "replicated_records": applied,
         },
         "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in checks],
+        "staleness": check_staleness(history)[1],
         "convergence_ms": convergence,
         "quiesced": waited is not None,
         "faults": [op.to_dict() for op in history.faults()],

@@ -205,6 +205,7 @@ class FastConnection(asyncio.Protocol):
             self.transport.write("".join(lines).encode() + body)
         except Exception:  # a bug here: drop the connection (as aiohttp does on a handler crash), keep serving others
             log.exception("HTTP front failed to answer a request")
+            self.buffer.clear()  # pipelined requests behind it go unanswered, with the connection
             self.transport.abort()
             return
         self.idle_since = front.loop.time()

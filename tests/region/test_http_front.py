@@ -1,0 +1,146 @@
+"""The region's HTTP front (region/http_front.py), over raw sockets against a real region process.
+
+The front answers plain DynamoDB POSTs itself and hands any other connection to aiohttp; from outside, both must
+look the same: the same status, body and headers, whichever of the two answered. These tests speak HTTP by hand
+to reach the cases http.client and botocore never produce: pipelining, a connection switching paths, the same
+request with and without a header that sends it to aiohttp.
+"""
+
+from __future__ import annotations
+
+import socket
+from urllib.parse import urlsplit
+
+import orjson
+import pytest
+
+AUTHORIZATION = (
+    "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/dynamodb/aws4_request, "
+    "SignedHeaders=host;x-amz-date;x-amz-target, Signature=" + "0" * 64
+)
+TIMEOUT_S = 30
+
+
+def request(target: str, body: bytes, extra: str = "", path: str = "/", method: str = "POST") -> bytes:
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/x-amz-json-1.0\r\n"
+        f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTHORIZATION}\r\n"
+        f"X-Amz-Date: 20260101T000000Z\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+class Wire:
+    """One raw keep-alive connection; `answers(n)` reads n Content-Length framed answers."""
+
+    def __init__(self, endpoint: str) -> None:
+        parts = urlsplit(endpoint)
+        self.sock = socket.create_connection((parts.hostname, parts.port), timeout=TIMEOUT_S)
+        self.buffer = b""
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def answers(self, count: int) -> list[tuple[int, dict[str, str], bytes]]:
+        out = []
+        while len(out) < count:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end >= 0:
+                lines = self.buffer[:end].decode("latin-1").split("\r\n")
+                headers = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                length = int(headers["content-length"])
+                if len(self.buffer) >= end + 4 + length:
+                    body = self.buffer[end + 4 : end + 4 + length]
+                    self.buffer = self.buffer[end + 4 + length :]
+                    out.append((int(lines[0].split()[1]), headers, body))
+                    continue
+            chunk = self.sock.recv(65536)
+            assert chunk, "the server closed the connection"
+            self.buffer += chunk
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def wire(region_endpoint):
+    connection = Wire(region_endpoint)
+    yield connection
+    connection.close()
+
+
+def test_pipelined_requests_are_answered_in_order(wire):
+    bodies = [orjson.dumps({"Limit": n}) for n in range(1, 6)]
+    wire.send(b"".join(request("ListTables", body) for body in bodies) + request("ListTables", b"not json"))
+    answers = wire.answers(6)
+    assert [status for status, _, _ in answers] == [200] * 5 + [400]
+    ids = [headers["x-amzn-requestid"] for _, headers, _ in answers]
+    assert len(set(ids)) == 6
+
+
+def test_a_request_split_across_many_packets_is_reassembled(wire):
+    data = request("ListTables", b'{"Limit": 3}')
+    for i in range(0, len(data), 7):
+        wire.send(data[i : i + 7])
+    [(status, _, body)] = wire.answers(1)
+    assert status == 200 and "TableNames" in orjson.loads(body)
+
+
+def test_a_connection_handed_to_aiohttp_keeps_serving_every_path(wire):
+    """POST (front), then GET / (aiohttp takes the connection), then POST and GET elsewhere on the same one."""
+    wire.send(request("ListTables", b"{}"))
+    wire.send(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+    wire.send(request("ListTables", b"{}"))
+    wire.send(request("ListTables", b"{}", path="/nowhere", method="GET"))
+    (s1, _, _), (s2, _, health), (s3, _, _), (s4, _, _) = wire.answers(4)
+    assert (s1, s2, s3, s4) == (200, 200, 200, 404)
+    assert health.startswith(b"healthy: ")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "Connection: keep-alive\r\n",  # any Connection header goes to aiohttp
+        "x-amz-target: DynamoDB_20120810.ListTables\r\n",  # a repeated header goes to aiohttp
+        "Bad Header: x\r\n",  # not a token: aiohttp refuses it
+    ],
+)
+def test_requests_the_front_does_not_serve_get_aiohttps_answer(region_endpoint, extra):
+    wire = Wire(region_endpoint)
+    try:
+        wire.send(request("ListTables", b"{}", extra=extra))
+        [(status, headers, body)] = wire.answers(1)
+    finally:
+        wire.close()
+    if extra.startswith("Bad"):
+        assert status == 400
+    else:
+        assert status == 200 and "TableNames" in orjson.loads(body)
+
+
+def test_front_and_aiohttp_frame_answers_identically(region_endpoint):
+    """The same requests, once served by the front and once (with `Connection: keep-alive`) by aiohttp: the same
+    statuses, bodies and header names in the same order."""
+    cases = [("ListTables", b'{"Limit": 2}'), ("DescribeTable", b'{"TableName": "x"}'), ("ListTables", b"[")]
+    seen = []
+    for extra in ("", "Connection: keep-alive\r\n"):
+        wire = Wire(region_endpoint)
+        try:
+            for target, body in cases:
+                wire.send(request(target, body, extra=extra))
+            seen.append([(status, list(headers), body) for status, headers, body in wire.answers(len(cases))])
+        finally:
+            wire.close()
+    assert seen[0] == seen[1]
+    assert seen[0][0][1] == ["x-amzn-requestid", "x-amz-crc32", "content-type", "content-length", "date", "server"]
+
+
+def test_chunked_upload_is_served_by_aiohttp(wire):
+    body = b'{"Limit": 4}'
+    head = request("ListTables", b"").replace(b"Content-Length: 0\r\n", b"Transfer-Encoding: chunked\r\n")
+    wire.send(head + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+    [(status, _, answer)] = wire.answers(1)
+    assert status == 200 and "TableNames" in orjson.loads(answer)
