@@ -24,6 +24,7 @@ from .indexes import IndexManager
 from .schema import TableDefinition
 from .replica import ReplicaPort, VersionSource
 from .replica_membership import ReplicaMembership
+from .strong_membership import StrongMembership
 from .storage.sqlite_store import ItemWrite, SqliteStore, TokenRecord
 from .ttl import TtlSweeper
 
@@ -60,6 +61,7 @@ class Engine:
         self.versions = versions
         self.replica = ReplicaPort(self)
         self.membership = ReplicaMembership(self)  # replicas added and removed (replica_membership.py)
+        self.strong_membership = StrongMembership(self)  # MRSC through UpdateTable (strong_membership.py)
         # How long a delete's tombstone outlives it (facts §10.5): a write older than the delete that arrives later
         # than this could resurrect the item, so keep it well above the longest partition an experiment holds.
         self.tombstone_retention_s = tombstone_retention_s

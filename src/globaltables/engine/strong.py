@@ -126,6 +126,11 @@ class StrongStore:
 
     # ------------------------------------------------------------------------------------------------- reads
 
+    def holds(self, table: str) -> bool:
+        """Whether this member can take part in `table`: a witness in every table its replicas propose, a replica
+        in the tables it holds (one a conversion has not reached yet holds none, and must not answer)."""
+        return self.witness or table in self.engine.tables
+
     def committed(self, table: str, key: dict) -> tuple[int, str, dict | None]:
         """(commit version, proposal id committed at it, image) of the item; (0, "", None) if never written."""
         if self.witness:

@@ -26,6 +26,7 @@ from .operations.delete_item import DeleteRequest
 from .operations.put_item import PutRequest
 from .operations.read_modify_write import WriteRequest, write_capacity
 from .schema import TableDefinition, validate_item_size
+from .strong_membership import refuse_writes_if_converting
 from .values import item_size
 
 SINGLE = {"PutItem": put_item.prepare, "UpdateItem": update_item.prepare, "DeleteItem": delete_item.prepare}
@@ -78,7 +79,9 @@ def touches_strong(engine: Any, operation: str, request: Any) -> bool:
 
 def prepare(engine: Any, operation: str, request: dict) -> StrongPlan:
     if operation != "BatchWriteItem":
-        return StrongPlan(operation, request, [StrongWrite(SINGLE[operation](engine, request))])
+        write = SINGLE[operation](engine, request)
+        refuse_writes_if_converting(write.table)
+        return StrongPlan(operation, request, [StrongWrite(write)])
     # Batch: batch_write_item's own checks in its own order (rule 1), then one StrongWrite per strong request.
     bw = batch_write_item
     request_items = check_request_items(request, bw.FIELDS, bw.WRITE_REQUESTS, bw.MAX_WRITES)
@@ -93,6 +96,7 @@ def prepare(engine: Any, operation: str, request: dict) -> StrongPlan:
         if table.strong is None:
             rest[name] = [original for *_ignored, original in keyed]
             continue
+        refuse_writes_if_converting(table)
         for pk, sk, item, key, _size, _original in keyed:
             if item is not None:
                 writes.append(StrongWrite(PutRequest(table=table, pk=pk, sk=sk, key=key, item=item)))

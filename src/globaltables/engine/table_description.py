@@ -103,9 +103,16 @@ def describe_table(
     if table.strong is not None:
         # A strong-mode global table (facts §3): its replicas and witness, membership fixed.
         out["GlobalTableVersion"] = "2019.11.21"
-        out["Replicas"] = [{"RegionName": region, "ReplicaStatus": "ACTIVE"} for region in table.strong["replicas"]]
+        # Members still joining a conversion through UpdateTable (engine/strong_membership.py) show CREATING.
+        creating = table.strong.get("creating") or ()
+        out["Replicas"] = [
+            {"RegionName": region, "ReplicaStatus": "CREATING" if region in creating else "ACTIVE"}
+            for region in table.strong["replicas"]
+        ]
         if table.strong.get("witness"):
-            out["GlobalTableWitnesses"] = [{"RegionName": table.strong["witness"], "WitnessStatus": "ACTIVE"}]
+            witness = table.strong["witness"]
+            status = "CREATING" if witness in creating else "ACTIVE"
+            out["GlobalTableWitnesses"] = [{"RegionName": witness, "WitnessStatus": status}]
         out["MultiRegionConsistency"] = "STRONG"
     if table.replicas:
         # A global table (2019.11.21): every region of the replication group, this one included.

@@ -5,6 +5,7 @@
                            replication_lag (per inbound link: count, p50/p99/max ms, 2 % buckets), membership
     POST /control/replicas one step of a replica added or removed, asked by the driving region
                            (region/replica_coordinator.py)
+    POST /control/strong   one step of a table made strong (MRSC) through UpdateTable (region/strong_conversion.py)
     GET  /metrics          Prometheus text: ReplicationLatency, PendingReplicationCount (replication_metrics.py);
                            the only endpoint here without the secret (read-only)
     POST /control/faults   {"heal": true}                         every fault off: no grudges, topology latency,
@@ -194,6 +195,8 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         web.get("/metrics", metrics),
         # Replicas added and removed (MREC only: a strong-mode host has no such route, its membership is fixed).
         *([host.coordinator.route(transport.authenticated)] if hasattr(host, "coordinator") else []),
+        # Tables made strong through UpdateTable (strong mode only: region/strong_conversion.py).
+        *([host.conversion.route(transport.authenticated)] if getattr(host, "conversion", None) else []),
         web.get("/control/status", guarded(status)),
         web.post("/control/faults", guarded(faults)),
         web.post("/control/peers", guarded(set_peers)),

@@ -43,6 +43,7 @@ from ..engine.errors import (
 )
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import StrongStore, make_strong
+from ..engine.strong_membership import converting
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
@@ -51,6 +52,7 @@ from . import wire
 from .http_transport import HttpTransport, LinkDelay
 from .replication_host import POLL_FAILURE_PAUSE_S, ReplicationHost, ReplicationSettings
 from .skewed_clock import SkewedClock
+from .strong_conversion import StrongConversion
 
 log = logging.getLogger("globaltables.mrsc.host")
 
@@ -83,6 +85,9 @@ class MrscHost:
         node_class = MrscWitness if self.witness else MrscNode
         self.config = settings.mrsc or MrscConfig()
         self.node = node_class(self.region, others, self.strong, self.config)
+        # Tables made strong through UpdateTable (strong_conversion.py): the topology's three members only.
+        engine.strong_membership.configure([self.region, *others], settings.witness)
+        self.conversion = None if self.witness else StrongConversion(engine, settings.secret, self.transport.endpoint)
         self.transport.register(self.region, self._on_envelope)
         self._waiting: dict[int, asyncio.Future] = {}
         self._next_op = 0
@@ -115,6 +120,8 @@ class MrscHost:
         app.on_shutdown.append(self._on_shutdown)
         self._run(self.node.start(time.monotonic()))
         self._tasks.append(asyncio.create_task(self._poller(), name="mrsc-poller"))
+        if self.conversion is not None:
+            self._tasks.append(asyncio.create_task(self.conversion.run(), name="mrsc-conversion"))
         if self.settings.peers_file is not None:
             self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="mrsc-peers-file"))
         yield
@@ -205,6 +212,8 @@ class MrscHost:
                 and strong_requests.strong_table(self.engine, request.get("TableName")) is not None
             ):
                 response = await self._strong_get(request)
+            elif operation == "BatchGetItem" and self._strong_keys(request):
+                response = await self._strong_batch_get(request)
             else:
                 response = self.engine.handle(operation, request)
             return 200, orjson.dumps(response)
@@ -263,6 +272,8 @@ class MrscHost:
         engine = self.engine
         engine.handle("GetItem", request)  # every check of the request, before the round trip
         table = engine.tables[request["TableName"]]
+        if converting(table):  # empty, and nothing is written anywhere until the conversion is done
+            return engine.handle("GetItem", request)
         _pk, _sk, key = table.key.key_from_request(request["Key"])
         self.counts["strong_reads"] += 1
         outcome, _detail = await self._await(
@@ -271,6 +282,45 @@ class MrscHost:
         if outcome != "ok":
             raise InternalServerError(UNAVAILABLE)
         return engine.handle("GetItem", request)
+
+    def _strong_keys(self, request: Any) -> list[tuple[str, dict]]:
+        """(table, key) of every strongly consistent read of a BatchGetItem on a strong table (unvalidated: a
+        malformed request yields what it can, and the engine's checks refuse it)."""
+        items = request.get("RequestItems") if isinstance(request, dict) else None
+        if not isinstance(items, dict):
+            return []
+        out = []
+        for name, spec in items.items():
+            table = strong_requests.strong_table(self.engine, name)
+            if table is None or converting(table) or not isinstance(spec, dict) or spec.get("ConsistentRead") is not True:
+                continue
+            for key in spec.get("Keys") or ():
+                if isinstance(key, dict):
+                    out.append((name, key))
+        return out
+
+    async def _strong_batch_get(self, request: dict) -> dict:
+        """BatchGetItem with ConsistentRead: every key of a strong table synced (in parallel, one Sync each) before
+        the whole batch reads locally; linearizable per item, like GetItem (not a snapshot across items)."""
+        engine = self.engine
+        engine.handle("BatchGetItem", request)  # every check of the request, before the round trips
+        reads = []
+        for name, raw_key in self._strong_keys(request):
+            _pk, _sk, key = engine.tables[name].key.key_from_request(raw_key)
+            reads.append((name, key))
+        self.counts["strong_reads"] += 1
+        outcomes = await asyncio.gather(
+            *(
+                self._await(
+                    lambda op_id, now, t=name, k=key: self.node.submit_read(op_id, t, k, now),
+                    self.config.read_timeout_ms,
+                )
+                for name, key in reads
+            )
+        )
+        if any(outcome != "ok" for outcome, _detail in outcomes):
+            raise InternalServerError(UNAVAILABLE)
+        return engine.handle("BatchGetItem", request)
 
     # ------------------------------------------------------------------------------------------------ peers
 
@@ -301,6 +351,7 @@ class MrscHost:
             "waiting": len(self._waiting),
             "mrsc": {key: value for key, value in self.node.status().items() if key != "region"},
             "pending": len(self.strong.all_pending()),
+            "conversions": None if self.conversion is None else self.conversion.status(),
             "links": [],
             "transport": self.transport.status(),
         }

@@ -5,7 +5,8 @@ Fixtures
                  modes with the marker `@pytest.mark.globaltables(topology=..., modes=("sim", "process"))`, where
                  topology is a YAML path (relative to the test file), an inline dict in the topology schema, or
                  absent (testing.spec.DEFAULT_TOPOLOGY); or override the `globaltables_topology` fixture. Each mode
-                 listed runs the test once (ids `[sim]`, `[process]`).
+                 listed runs the test once (ids `[sim]`, `[process]`). A `mode: mrsc` topology runs in process
+                 mode only (the simulated harness refuses it by name).
   global_table   `topology.table()`: the topology's first table, with plain-Python items and keys.
 Options
   --globaltables-seed N   the seed of every simulated test (default: drawn at random per session and shown in the

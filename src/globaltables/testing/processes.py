@@ -67,6 +67,8 @@ class ProcessHarness(Harness):
         self.process: subprocess.Popen | None = None
         self._start(topology)
         super().__init__(topology, None)
+        # A strong-mode witness serves no table data: reads, scans and convergence look at the replicas only.
+        self.witnesses = frozenset(r.name for r in topology.regions if r.role == "witness")
         self._readers: dict[str, Any] = {}
         self._grudges: dict[str, set[str]] = {name: set() for name in topology.region_names}
         self._lock = threading.Lock()
@@ -154,7 +156,14 @@ class ProcessHarness(Harness):
         return reader
 
     def read(self, region: str, table: str, key: dict) -> dict | None:
+        """A strongly consistent GetItem (in a strong-mode topology: a strong read, which syncs with another
+        member first). A witness holds no table data: None."""
+        if region in self.witnesses:
+            return None
         return self._reader(region).get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+
+    def _up_regions(self) -> list[str]:
+        return [name for name in self.regions if name not in self.witnesses]
 
     def items(self, region: str, table: str) -> dict[str, dict]:
         result: dict[str, dict] = {}
@@ -189,7 +198,15 @@ class ProcessHarness(Harness):
 
     def _quiescent(self) -> bool:
         for region in self.regions:
-            for link in self._control(self.endpoints[region], "/control/status")["links"]:
+            status = self._control(self.endpoints[region], "/control/status")
+            if status.get("mode") == "mrsc":
+                # Strong mode has no replication log: idle is no client request waiting, no proposal undecided
+                # or queued, no pending (accepted, unresolved) proposal held and no strong read syncing.
+                mrsc = status["mrsc"]
+                if status["waiting"] or status["pending"] or mrsc["proposals"] or mrsc["queued"] or mrsc["reads"]:
+                    return False
+                continue
+            for link in status["links"]:
                 if link["acked"] != link["log_end"]:
                     return False
         return True

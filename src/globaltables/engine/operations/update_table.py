@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from .. import strong_membership
 from ..errors import LimitExceededException, ResourceNotFoundException, invalid_parameter, validation
 from ..schema import IndexDefinition, TableDefinition
 from ..strong import refuse_if_strong
@@ -136,11 +137,12 @@ def handle(engine, request: dict) -> dict:
     gsi_updates = request.get("GlobalSecondaryIndexUpdates") or []
     if not gsi_updates and all(request.get(member) is None for member in UPDATE_MEMBERS):
         raise validation(NOTHING_TO_UPDATE)
-    # MREC replicas added or removed (engine/replica_membership.py); MRSC members keep their own path.
-    replica_change = request.get("ReplicaUpdates") is not None and all(
-        request.get(member) is None for member in ("GlobalTableWitnessUpdates", "MultiRegionConsistency")
-    )
-    if replica_change:
+    # Strong mode (MRSC) made or changed through UpdateTable (engine/strong_membership.py); MREC replicas added or
+    # removed (engine/replica_membership.py; MultiRegionConsistency EVENTUAL creating replicas is that too).
+    if strong_membership.concerns(engine, request):
+        others = [m for m in UPDATE_MEMBERS if m not in strong_membership.GLOBAL_MEMBERS and request.get(m) is not None]
+        return engine.strong_membership.update(request, gsi_updates, others)
+    if request.get("ReplicaUpdates") is not None:
         return update_replicas(engine, request, gsi_updates)
     for member in GLOBAL_TABLE_MEMBERS:
         if request.get(member) is not None:
@@ -176,7 +178,9 @@ def update_replicas(engine, request: dict, gsi_updates: list[dict]) -> dict:
     """ReplicaUpdates: one replica created or deleted; the region layer carries the change to the other regions
     and the replica's status goes from CREATING (or DELETING) to ACTIVE (or gone)."""
     table = engine.table(request["TableName"], describe=True)
-    others = [m for m in UPDATE_MEMBERS if m != "ReplicaUpdates" and request.get(m) is not None]
+    others = [
+        m for m in UPDATE_MEMBERS if m not in ("ReplicaUpdates", "MultiRegionConsistency") and request.get(m) is not None
+    ]
     if gsi_updates:
         others.append("GlobalSecondaryIndexUpdates")
     action, region = engine.membership.plan(table, request, others)

@@ -79,6 +79,10 @@ class MrscNode:
             return self._drop(envelope, str(error))
         kind = type(message)
         port = self.port
+        table = getattr(message, "table", None)
+        if table is not None and not port.holds(table):
+            # Not (yet) a member for this table (a conversion still under way): no answer, as if unreachable.
+            return self._drop(envelope, f"no strong table {table!r} here")
         if kind is Propose or kind is Status:
             vote, accepted = member.answer(port, message, _pending_of)
             if accepted:

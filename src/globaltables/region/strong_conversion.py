@@ -1,0 +1,191 @@
+"""Tables made strong (MRSC) through UpdateTable: the region-layer half of engine/strong_membership.py.
+
+Theory of operation: UpdateTable marks the table strong in the region asked, the *driver*, with the new members
+`creating`. This task of every strong-mode region looks for such tables (`strong_membership.driving()`) and carries
+each conversion out through the other replicas' `POST /control/strong` (behind the topology's secret):
+
+    every new replica: join (the table created, strong, converting) -> every new replica: activate -> here: activate
+
+A witness holds no tables and takes no step. Each step is idempotent, so a step that fails (a region down, a
+timeout) is retried with backoff from the start. A replica that refuses to join for good (it already holds a table
+of that name) abandons the conversion: every replica drops what it joined and the driver's table is regional again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from ..engine.engine import Engine
+from ..engine.errors import DynamoError
+
+log = logging.getLogger("globaltables.mrsc.conversion")
+
+PATH = "/control/strong"
+SECRET_HEADER = "x-globaltables-secret"
+SCAN_INTERVAL_S = 0.05
+RETRY_FIRST_S = 0.2
+RETRY_MAX_S = 5.0
+CALL_TIMEOUT_S = 30.0
+OPS = ("join", "activate", "abandon")
+
+
+class Refused(Exception):
+    """A region answered a step with a DynamoDB error: the conversion cannot go on."""
+
+
+class StrongConversion:
+    def __init__(self, engine: Engine, secret: str, endpoint_of: Callable[[str], str | None]) -> None:
+        self.engine = engine
+        self.membership = engine.strong_membership
+        self._secret = secret
+        self._endpoint_of = endpoint_of
+        self._session: aiohttp.ClientSession | None = None
+        self._running: dict[str, asyncio.Task] = {}
+        self.completed: list[dict[str, Any]] = []
+        self.errors = 0
+
+    async def run(self) -> None:
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S))
+        try:
+            while True:
+                for name in self.membership.driving():
+                    task = self._running.get(name)
+                    if task is None or task.done():
+                        self._running[name] = asyncio.create_task(self._drive(name))
+                await asyncio.sleep(SCAN_INTERVAL_S)
+        finally:
+            for task in self._running.values():
+                task.cancel()
+            for task in self._running.values():
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await self._session.close()
+
+    async def _drive(self, name: str) -> None:
+        delay = RETRY_FIRST_S
+        while name in self.membership.driving():
+            try:
+                await self._convert(name)
+                return
+            except Refused as error:
+                log.error("conversion of %s to strong mode refused: %s", name, error)
+                await self._abandon(name, str(error))
+                return
+            except (aiohttp.ClientError, OSError, TimeoutError, LookupError) as error:
+                self.errors += 1
+                log.warning("conversion of %s to strong mode: %s; retrying in %.1f s", name, error, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    def _joining(self, name: str) -> tuple[dict, list[str]]:
+        strong = self.engine.tables[name].strong
+        assert strong is not None
+        replicas = [r for r in strong["replicas"] if r != self.engine.region]
+        return dict(strong), replicas
+
+    async def _convert(self, name: str) -> None:
+        strong, replicas = self._joining(name)
+        request = self.membership.create_request(name)
+        for region in replicas:
+            await self._call(region, {"op": "join", "request": request, "strong": strong})
+        for region in replicas:
+            await self._call(region, {"op": "activate", "table": name})
+        if name in self.membership.driving():
+            self.membership.activate(name)
+            self.completed.append({"table": name, "action": "convert", "members": strong["creating"]})
+            log.info("table %s is strong (MRSC): %s", name, ", ".join(strong["creating"]))
+
+    async def _abandon(self, name: str, reason: str) -> None:
+        strong, replicas = self._joining(name)
+        delay = RETRY_FIRST_S
+        for region in replicas:
+            while True:
+                try:
+                    await self._call(region, {"op": "abandon", "table": name, "driver": strong["driver"]})
+                    break
+                except (aiohttp.ClientError, OSError, TimeoutError, LookupError, Refused) as error:
+                    self.errors += 1
+                    log.warning("abandoning %s in %s: %s; retrying in %.1f s", name, region, error, delay)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, RETRY_MAX_S)
+        self.membership.abandon(name, self.engine.region)
+        self.completed.append({"table": name, "action": "abandon", "reason": reason})
+
+    async def _call(self, region: str, body: dict) -> dict:
+        endpoint = self._endpoint_of(region)
+        if endpoint is None:
+            raise LookupError(f"no endpoint known for {region} yet")
+        assert self._session is not None
+        async with self._session.post(
+            endpoint.rstrip("/") + PATH,
+            data=orjson.dumps(body),
+            headers={SECRET_HEADER: self._secret, "Content-Type": "application/json"},
+        ) as response:
+            answer = orjson.loads(await response.read() or b"{}")
+            if response.status == 409:
+                raise Refused(answer.get("error", "refused"))
+            if response.status != 200:
+                raise aiohttp.ClientError(f"{region} answered {body['op']} with {response.status}: {answer}")
+            return answer
+
+    # ------------------------------------------------------------------------------------------------ serving
+
+    def handle(self, body: dict) -> dict:
+        """One step asked by a driver. Raises ValueError for a malformed body, DynamoError when this region
+        refuses."""
+        op = body.get("op")
+        if op not in OPS:
+            raise ValueError(f"op: expected one of {', '.join(OPS)}, got {op!r}")
+        membership = self.membership
+        if op == "join":
+            request, strong = body.get("request"), body.get("strong")
+            if not isinstance(request, dict) or not isinstance(request.get("TableName"), str):
+                raise ValueError("request: expected a CreateTable request")
+            if not isinstance(strong, dict) or not isinstance(strong.get("replicas"), list):
+                raise ValueError("strong: expected the table's strong-mode membership")
+            if self.engine.region not in strong["replicas"]:
+                raise ValueError(f"strong.replicas: {self.engine.region} is not among them")
+            membership.join(request, strong)
+            return {"ok": True}
+        table = body.get("table")
+        if not isinstance(table, str):
+            raise ValueError("table: expected a table name")
+        if op == "activate":
+            membership.activate(table)
+        else:
+            driver = body.get("driver")
+            if not isinstance(driver, str):
+                raise ValueError("driver: expected a region name")
+            membership.abandon(table, driver)
+        return {"ok": True}
+
+    def route(self, authenticated: Callable[[web.Request], bool]) -> web.RouteDef:
+        async def strong(request: web.Request) -> web.Response:
+            if not authenticated(request):
+                return _json({"error": "the control API requires the topology's shared secret"}, 401)
+            try:
+                body = orjson.loads(await request.read() or b"{}")
+                if not isinstance(body, dict):
+                    raise ValueError("the body must be a JSON object")
+                return _json(self.handle(body))
+            except (ValueError, orjson.JSONDecodeError) as error:
+                return _json({"error": str(error)}, 400)
+            except DynamoError as error:
+                return _json({"error": error.message, "type": type(error).__name__}, 409)
+
+        return web.post(PATH, strong)
+
+    def status(self) -> dict[str, Any]:
+        return {"driving": self.membership.driving(), "completed": self.completed[-20:], "errors": self.errors}
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
