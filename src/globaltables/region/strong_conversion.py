@@ -25,20 +25,16 @@ from aiohttp import web
 
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError
+from .control_client import Refused, post_control
 
 log = logging.getLogger("globaltables.mrsc.conversion")
 
 PATH = "/control/strong"
-SECRET_HEADER = "x-globaltables-secret"
 SCAN_INTERVAL_S = 0.05
 RETRY_FIRST_S = 0.2
 RETRY_MAX_S = 5.0
 CALL_TIMEOUT_S = 30.0
 OPS = ("join", "activate", "abandon")
-
-
-class Refused(Exception):
-    """A region answered a step with a DynamoDB error: the conversion cannot go on."""
 
 
 class StrongConversion:
@@ -120,21 +116,8 @@ class StrongConversion:
         self.completed.append({"table": name, "action": "abandon", "reason": reason})
 
     async def _call(self, region: str, body: dict) -> dict:
-        endpoint = self._endpoint_of(region)
-        if endpoint is None:
-            raise LookupError(f"no endpoint known for {region} yet")
         assert self._session is not None
-        async with self._session.post(
-            endpoint.rstrip("/") + PATH,
-            data=orjson.dumps(body),
-            headers={SECRET_HEADER: self._secret, "Content-Type": "application/json"},
-        ) as response:
-            answer = orjson.loads(await response.read() or b"{}")
-            if response.status == 409:
-                raise Refused(answer.get("error", "refused"))
-            if response.status != 200:
-                raise aiohttp.ClientError(f"{region} answered {body['op']} with {response.status}: {answer}")
-            return answer
+        return await post_control(self._session, self._endpoint_of(region), region, PATH, self._secret, body)
 
     # ------------------------------------------------------------------------------------------------ serving
 
