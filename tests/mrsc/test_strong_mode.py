@@ -107,6 +107,33 @@ def test_acknowledged_write_is_returned_by_a_strong_read_elsewhere(cluster):
     assert "Item" not in cluster.clients[B].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)
 
 
+def test_acknowledged_write_is_returned_by_a_strong_query_and_scan_elsewhere(cluster):
+    def query(name):
+        return cluster.clients[B].query(
+            TableName=TABLE, ConsistentRead=True, KeyConditionExpression="id = :id",
+            ExpressionAttributeValues={":id": {"S": name}},
+        )["Items"]  # fmt: skip
+
+    def scan(name):
+        return cluster.clients[B].scan(
+            TableName=TABLE, ConsistentRead=True, FilterExpression="id = :id",
+            ExpressionAttributeValues={":id": {"S": name}},
+        )["Items"]  # fmt: skip
+
+    for i in range(3):
+        name = fresh("range")
+        cluster.clients[A].put_item(TableName=TABLE, Item={**key(name), "n": {"N": str(i)}})
+        started = time.monotonic()
+        assert query(name) == [{**key(name), "n": {"N": str(i)}}]
+        assert time.monotonic() - started >= ROUND_TRIP_S  # it synced with another member first
+        cluster.clients[A].update_item(
+            TableName=TABLE, Key=key(name), UpdateExpression="SET n = :n", ExpressionAttributeValues={":n": {"N": "9"}}
+        )
+        assert scan(name) == [{**key(name), "n": {"N": "9"}}]
+        cluster.clients[A].delete_item(TableName=TABLE, Key=key(name))
+        assert query(name) == [] and scan(name) == []
+
+
 def test_batch_write_commits_every_request(cluster):
     names = [fresh("batch") for _ in range(3)]
     answer = cluster.clients[A].batch_write_item(

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .errors import ValidationException
-from .storage.sqlite_store import ItemWrite
-from .values import item_size
+from .storage.sqlite_store import ItemWrite, partition_hash
+from .values import decode_key_value, item_size
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -55,6 +55,11 @@ CREATE TABLE IF NOT EXISTS mrsc_witness (
 def item_id(key: dict) -> str:
     """The canonical text of an item's key (normalised wire form), the same in every member."""
     return orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def in_range(key: dict, partition: dict | None) -> bool:
+    """Whether an item key belongs to an item collection ({partition key name: value}; None: the whole table)."""
+    return partition is None or all(key.get(name) == value for name, value in partition.items())
 
 
 def encode_version(cv: int, pid: str) -> str:
@@ -158,6 +163,47 @@ class StrongStore:
             "SELECT tbl, item, pid, version, coordinator, image FROM mrsc_pending ORDER BY tbl, item"
         ).fetchall()
         return [Pending(r[2], r[0], orjson.loads(r[1]), r[3], r[4], orjson.loads(r[5])) for r in rows]
+
+    def range_records(self, table: str, partition: dict | None) -> list[tuple[str, dict, int, str, dict | None]]:
+        """Every record (item or tombstone) of an item collection (`partition`: {partition key name: value}), or
+        of the whole table (None), as (item id, key, cv, pid, image), sorted by item id: the range-sync of a strong
+        Query or Scan (replication/mrsc/range_read.py)."""
+        out = []
+        if self.witness:
+            for item, cv, pid, image in self.store.db.execute(
+                "SELECT item, cv, pid, image FROM mrsc_witness WHERE tbl = ?", (table,)
+            ):
+                key = orjson.loads(item)
+                if in_range(key, partition):
+                    out.append((item, key, cv, pid, orjson.loads(image)))
+        else:
+            schema = self.engine.tables[table].key
+            where, args = "tid = ?", [self.store.table_id(table)]
+            if partition is not None:
+                pk = schema.encode_partition(partition[schema.hash_name])
+                where += " AND h = ? AND pk = ?"
+                args += [partition_hash(pk), pk]
+            db = self.store.db
+            for item, version in db.execute(f"SELECT item, version FROM items WHERE {where}", args):
+                image = orjson.loads(item)
+                key = schema.key_of(image)
+                out.append((item_id(key), key, *decode_version(version), image))
+            for pk, sk, version in db.execute(f"SELECT pk, sk, version FROM tombstones WHERE {where}", args):
+                key = {schema.hash_name: decode_key_value(schema.hash_type, pk)}
+                if schema.range_name is not None:
+                    key[schema.range_name] = decode_key_value(schema.range_type, sk)
+                out.append((item_id(key), key, *decode_version(version), None))
+        out.sort(key=lambda record: record[0])
+        return out
+
+    def range_pending(self, table: str, partition: dict | None) -> dict[str, dict]:
+        """item id -> key of every pending proposal in an item collection (or the whole table, None)."""
+        out = {}
+        for item, in self.store.db.execute("SELECT item FROM mrsc_pending WHERE tbl = ?", (table,)):
+            key = orjson.loads(item)
+            if in_range(key, partition):
+                out[item] = key
+        return out
 
     def vote(self, pid: str) -> str | None:
         row = self.store.db.execute("SELECT answer FROM mrsc_votes WHERE pid = ?", (pid,)).fetchone()

@@ -10,7 +10,8 @@ Theory of operation (cores step, hosts loop, as region/replication_host.py):
   write submitted to the node, and the request answered only once the node reports the outcome: "ok" (committed
   by a majority), "rwce" (409 ReplicatedWriteConflictException: nothing changed), a ConditionalCheckFailed
   confirmed against the latest version, or 500 InternalServerError after the bounded wait (in doubt, or not
-  started). A strongly consistent GetItem syncs first (`submit_read`), then reads locally. Everything else goes to
+  started). A strongly consistent GetItem syncs first (`submit_read`), a strongly consistent Query or Scan
+  range-syncs its item collection or table first (`submit_range_read`), then each reads locally. Everything else goes to
   the engine as usual (eventually consistent reads are local).
 - A witness runs the same node (member only, over a store without tables) and answers client data-plane requests
   with ResourceNotFoundException: it serves no table data.
@@ -33,6 +34,7 @@ from aiohttp import web
 
 from ..engine import strong_requests
 from ..engine.engine import Engine
+from ..engine.operations import query
 from ..engine.errors import (
     DynamoError,
     InternalServerError,
@@ -214,6 +216,13 @@ class MrscHost:
                 response = await self._strong_get(request)
             elif operation == "BatchGetItem" and self._strong_keys(request):
                 response = await self._strong_batch_get(request)
+            elif (
+                operation in ("Query", "Scan")
+                and isinstance(request, dict)
+                and request.get("ConsistentRead") is True
+                and strong_requests.strong_table(self.engine, request.get("TableName")) is not None
+            ):
+                response = await self._strong_range(operation, request)
             else:
                 response = self.engine.handle(operation, request)
             return 200, orjson.dumps(response)
@@ -282,6 +291,25 @@ class MrscHost:
         if outcome != "ok":
             raise InternalServerError(UNAVAILABLE)
         return engine.handle("GetItem", request)
+
+    async def _strong_range(self, operation: str, request: dict) -> dict:
+        """A strongly consistent Query or Scan: the item collection (Query) or the whole table (Scan, every
+        segment) is range-synced with another member first (replication/mrsc/range_read.py), then read locally:
+        linearizable per item, not a snapshot across items."""
+        engine = self.engine
+        engine.handle(operation, request)  # every check of the request, before the round trips
+        table = engine.tables[request["TableName"]]
+        if converting(table):  # empty, and nothing is written anywhere until the conversion is done
+            return engine.handle(operation, request)
+        partition = query.partition_of(engine, request) if operation == "Query" else None
+        self.counts["strong_reads"] += 1
+        outcome, _detail = await self._await(
+            lambda op_id, now: self.node.submit_range_read(op_id, table.name, partition, now),
+            self.config.read_timeout_ms,
+        )
+        if outcome != "ok":
+            raise InternalServerError(UNAVAILABLE)
+        return engine.handle(operation, request)
 
     def _strong_keys(self, request: Any) -> list[tuple[str, dict]]:
         """(table, key) of every strongly consistent read of a BatchGetItem on a strong table (unvalidated: a

@@ -20,7 +20,7 @@ from ..engine.errors import DynamoError, ValidationException
 from ..engine.operations import delete_item, put_item, update_item
 from ..engine.schema import validate_item_size
 from ..engine.storage.sqlite_store import SqliteStore
-from ..engine.strong import StrongStore
+from ..engine.strong import StrongStore, item_id
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
@@ -183,6 +183,22 @@ class MrscCluster:
         op_id = self._register(region, op, "get", key)
         member.driver.run(member.node.submit_read(op_id, table, key, member.driver.now()))
 
+    def query(self, region: str, partition: dict | None, keys: list[dict], *, process: Any) -> None:
+        """A strongly consistent Query of the item collection `partition` ({"pk": value}), or Scan (None), read
+        as one strong read ("get") per item of `keys` (the items the caller writes): each is invoked as the
+        request is sent and completes with what the Query returned for it, so the per-key checker judges every
+        item (linearizable per item, not a snapshot). The sub-reads run as processes (process, i)."""
+        table = self.table_name
+        member = self.members[region]
+        ops = [self.history.invoke((process, i), region, "get", table, key, None) for i, key in enumerate(keys)]
+        if not member.up or member.engine is None:
+            for op in ops:
+                self.history.fail(op, "ConnectionRefused")
+            self._notify(process, region)
+            return
+        op_id = self._register(region, ops, "query", (process, partition, keys))
+        member.driver.run(member.node.submit_range_read(op_id, table, partition, member.driver.now()))
+
     def _register(self, region: str, op: Any, f: str, request: Any) -> int:
         self._next += 1
         self._ops[self._next] = (region, op, f, request)
@@ -191,6 +207,9 @@ class MrscCluster:
     def _done(self, op_id: int, outcome: str, detail: Any) -> None:
         region, op, f, request = self._ops.pop(op_id)
         history = self.history
+        if f == "query":
+            self._finish_query(self.members[region], op, request, outcome)
+            return
         if outcome == "ok":
             if f == "get":
                 self._finish_read(self.members[region], op, request)
@@ -209,6 +228,29 @@ class MrscCluster:
         item = response.get("Item")
         self.history.ok(op, value=None if item is None else item.get("value"))
 
+    def _finish_query(self, member: MrscMember, ops: list, request: tuple, outcome: str) -> None:
+        process, partition, _keys = request
+        if outcome != "ok":
+            for op in ops:
+                self.history.error(op, "InternalServerError")
+        else:
+            if partition is None:
+                items = member.engine.handle("Scan", {"TableName": self.table_name, "ConsistentRead": True})["Items"]
+            else:
+                ((name, value),) = partition.items()
+                items = member.engine.handle(
+                    "Query",
+                    {
+                        "TableName": self.table_name, "ConsistentRead": True, "KeyConditionExpression": "#p = :p",
+                        "ExpressionAttributeNames": {"#p": name}, "ExpressionAttributeValues": {":p": value},
+                    },
+                )["Items"]  # fmt: skip
+            found = {key_text(item, op.key): item for item in items for op in ops[:1]}
+            for op in ops:
+                item = found.get(key_text(op.key, op.key))
+                self.history.ok(op, value=None if item is None else item.get("value"))
+        self._notify(process, member.name)
+
     def _notify(self, process: Any, region: str) -> None:
         if self.on_complete is not None:
             self.on_complete(process, region)
@@ -218,9 +260,14 @@ class MrscCluster:
     def crash(self, name: str) -> None:
         member = self.members[name]
         member.crash()
-        for op_id, (region, op, _f, _request) in list(self._ops.items()):
+        for op_id, (region, op, f, request) in list(self._ops.items()):
             if region == name:
                 del self._ops[op_id]
+                if f == "query":
+                    for read in op:
+                        self.history.info(read, "ConnectionReset")
+                    self._notify(request[0], region)
+                    continue
                 self.history.info(op, "ConnectionReset")  # may or may not have taken effect
                 self._notify(op.process, region)
 
@@ -243,6 +290,11 @@ class MrscCluster:
             items = engine.handle("Scan", {"TableName": self.table_name}).get("Items", [])
             out[name] = {orjson_key(item["pk"]): item for item in items}
         return out
+
+
+def key_text(item: dict, like: dict) -> str:
+    """The text of the key attributes (those of `like`) of an item or key."""
+    return item_id({name: item.get(name) for name in like})
 
 
 def orjson_key(value: Any) -> str:

@@ -98,6 +98,18 @@ def handle(engine, request: dict) -> dict:
     return read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))
 
 
+def partition_of(engine, request: dict) -> dict:
+    """The partition key value ({name: value}) a Query on the base table reads, for a request `handle` accepted
+    (strong reads in strong mode sync this item collection first, region/mrsc_host.py)."""
+    table = engine.table(request["TableName"])
+    ctx = expression_context(request, "ProjectionExpression", "FilterExpression", "KeyConditionExpression", legacy=("AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions"))
+    if request.get("KeyConditionExpression") is not None:
+        condition = parse_key_condition(request["KeyConditionExpression"], ctx, table.key)
+    else:
+        condition = legacy.key_condition(request["KeyConditions"], table.key)
+    return {table.key.hash_name: condition.hash_value}
+
+
 def check_filter_not_on_key(request: dict, filter_ast, key_schema) -> None:
     """A Query's filter may not test the queried key's attributes (the key condition does that)."""
     if request.get("FilterExpression") is not None:

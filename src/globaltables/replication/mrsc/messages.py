@@ -83,11 +83,36 @@ class Synced:
     pending: bool
 
 
-Message = Propose | Status | Vote | Commit | Abort | Sync | Synced
+@dataclass(frozen=True, slots=True)
+class SyncRange:
+    """A strong Query/Scan's range-sync, one page: the reader's commit versions of the records in the item
+    collection `partition` ({name: value}; null: the whole table) with item ids in (after, upper] ("" upper: no
+    bound), keyed by item id."""
+
+    rid: int
+    table: str
+    partition: dict | None
+    after: str
+    upper: str
+    versions: dict
+
+
+@dataclass(frozen=True, slots=True)
+class RangeSynced:
+    """The answer: [key, cv, cpid, image] of every committed record newer than the reader's, the keys of the
+    pending proposals, and `covered`: the last item id the answer covers when the page was cut short ("": all)."""
+
+    rid: int
+    images: list
+    pending: list
+    covered: str
+
+
+Message = Propose | Status | Vote | Commit | Abort | Sync | Synced | SyncRange | RangeSynced
 
 KINDS: dict[str, type] = {
     "propose": Propose, "status": Status, "vote": Vote, "commit": Commit, "abort": Abort, "sync": Sync,
-    "synced": Synced,
+    "synced": Synced, "sync-range": SyncRange, "range-synced": RangeSynced,
 }  # fmt: skip
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 # Field types, for decode's shape check (None: a dict or null).
@@ -99,6 +124,8 @@ _TYPES: dict[type, tuple[Any, ...]] = {
     Abort: (str, str, dict),
     Sync: (int, str, dict),
     Synced: (int, int, str, None, bool),
+    SyncRange: (int, str, None, str, str, dict),
+    RangeSynced: (int, list, list, str),
 }
 
 
@@ -132,4 +159,23 @@ def decode(data: bytes) -> Message:
             raise MessageError(f"{parts[0]}: expected {expected.__name__}, got {value!r}")
     if cls is Vote and fields[1] not in ANSWERS:
         raise MessageError(f"vote: unknown answer {fields[1]!r}")
+    if cls is SyncRange and not all(type(cv) is int for cv in fields[5].values()):
+        raise MessageError("sync-range: versions must be integers")
+    if cls is RangeSynced:
+        _check_range_synced(fields[1], fields[2])
     return cls(*fields)
+
+
+def _check_range_synced(images: list, pending: list) -> None:
+    for entry in images:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 4
+            and isinstance(entry[0], dict)
+            and type(entry[1]) is int
+            and isinstance(entry[2], str)
+            and (entry[3] is None or isinstance(entry[3], dict))
+        ):
+            raise MessageError(f"range-synced: an image must be [key, cv, pid, image], not {entry!r}")
+    if not all(isinstance(key, dict) for key in pending):
+        raise MessageError("range-synced: pending keys must be objects")

@@ -18,12 +18,29 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ...engine.errors import DynamoError
 from ...engine.strong import Pending, item_id
 from ...runtime.transport import Envelope
 from . import member
 from .config import MrscConfig
 from .coordinator import Coordinator, WriteOp
-from .messages import Abort, Commit, Message, MessageError, Propose, Status, Sync, Synced, Vote, decode, encode, kind_of
+from .messages import (
+    Abort,
+    Commit,
+    Message,
+    MessageError,
+    Propose,
+    RangeSynced,
+    Status,
+    Sync,
+    Synced,
+    SyncRange,
+    Vote,
+    decode,
+    encode,
+    kind_of,
+)
+from .range_read import RangeReader, range_synced
 from .strong_read import StrongReader, synced
 
 logger = logging.getLogger(__name__)
@@ -41,6 +58,7 @@ class MrscNode:
         self.config = config or MrscConfig()
         self.coordinator = Coordinator(self)
         self.reader = StrongReader(self)
+        self.range_reader = RangeReader(self)
         self._self_commit: dict[str, tuple[float, str, dict]] = {}  # pid -> (due, table, key) of held proposals
         self._out: list[Envelope] = []
         self._completions: list[tuple[Any, str, Any]] = []
@@ -68,6 +86,12 @@ class MrscNode:
     def submit_read(self, op_id: Any, table: str, key: dict, now: float) -> list[Envelope]:
         """A strong read: when it completes "ok", the host reads the key locally."""
         self.reader.read(op_id, table, key, now)
+        return self._flush()
+
+    def submit_range_read(self, op_id: Any, table: str, partition: dict | None, now: float) -> list[Envelope]:
+        """A strong Query (`partition`: {partition key name: value}) or Scan (None: the whole table): when it
+        completes "ok", the host reads locally (range_read.py)."""
+        self.range_reader.read(op_id, table, partition, now)
         return self._flush()
 
     def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
@@ -105,6 +129,14 @@ class MrscNode:
             self.send(envelope.src, synced(port, message.rid, message.table, message.key))
         elif kind is Synced:
             self.reader.on_synced(envelope.src, message, now)
+        elif kind is SyncRange:
+            try:
+                answer = range_synced(port, message)
+            except (KeyError, TypeError, ValueError, DynamoError) as error:  # a partition not of this table's key
+                return self._drop(envelope, f"bad range: {error!r}")
+            self.send(envelope.src, answer)
+        elif kind is RangeSynced:
+            self.range_reader.on_synced(envelope.src, message, now)
         return self._flush()
 
     def poll(self, now: float) -> list[Envelope]:
@@ -119,11 +151,12 @@ class MrscNode:
                     self.item_changed(table, key, now)
         self.coordinator.poll(now)
         self.reader.poll(now)
+        self.range_reader.poll(now)
         return self._flush()
 
     def next_deadline(self) -> float | None:
         times = [due for due, _t, _k in self._self_commit.values()]
-        for at in (self.coordinator.next_deadline(), self.reader.next_deadline()):
+        for at in (self.coordinator.next_deadline(), self.reader.next_deadline(), self.range_reader.next_deadline()):
             if at is not None:
                 times.append(at)
         return min(times) if times else None
@@ -156,6 +189,7 @@ class MrscNode:
             "queued": sum(len(q) for q in self.coordinator.queues.values()),
             "held": len(self._self_commit),
             "reads": len(self.reader.rounds),
+            "range_reads": len(self.range_reader.rounds),
             "dropped_messages": self.dropped_messages,
         }
 

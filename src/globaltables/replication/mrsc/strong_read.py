@@ -27,6 +27,7 @@ class Round:
     rid: int = 0
     next_send: float = 0.0
     unanswered: int = 0  # attempts in a row without any answer
+    follow: Any = None  # a range read's per-key follow-up (range_read.py): called with (ok, now) instead
 
 
 class StrongReader:
@@ -40,6 +41,10 @@ class StrongReader:
 
     def confirm(self, op: Any, now: float) -> None:
         self._attempt(Round(op, op.table, op.key, op.deadline, True), now)
+
+    def follow(self, table: str, key: dict, deadline: float, done: Any, now: float) -> None:
+        """A key a range read found pending: synced like a strong GetItem; `done(ok, now)` when it is."""
+        self._attempt(Round(None, table, key, deadline, False, follow=done), now)
 
     def on_synced(self, src: str, message: Synced, now: float) -> None:
         round_ = self.rounds.pop(message.rid, None)
@@ -83,7 +88,9 @@ class StrongReader:
             node.send(member, Sync(self._rid, round_.table, round_.key))
 
     def _done(self, round_: Round, ok: bool, now: float) -> None:
-        if round_.confirm:
+        if round_.follow is not None:
+            round_.follow(ok, now)
+        elif round_.confirm:
             self.node.coordinator.confirmed(round_.op, ok, now)
         else:
             self.node.complete(round_.op, "ok" if ok else "timeout", None)

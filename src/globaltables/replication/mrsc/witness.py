@@ -18,3 +18,6 @@ class MrscWitness(MrscNode):
 
     def submit_read(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("a witness serves no reads")
+
+    def submit_range_read(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a witness serves no reads")
