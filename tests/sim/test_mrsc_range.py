@@ -78,7 +78,9 @@ def run(seed: int, operations: int, loss: float = 0.03, crash: bool = True) -> M
 
 
 def reads(cluster, type_=None):
-    return [op for op in cluster.history if op.f == "get" and op.type != "invoke" and (type_ is None or op.type == type_)]
+    return [
+        op for op in cluster.history if op.f == "get" and op.type != "invoke" and (type_ is None or op.type == type_)
+    ]
 
 
 def test_write_in_one_region_is_seen_by_the_next_query_and_scan_in_the_other():

@@ -199,7 +199,7 @@ class StrongStore:
     def range_pending(self, table: str, partition: dict | None) -> dict[str, dict]:
         """item id -> key of every pending proposal in an item collection (or the whole table, None)."""
         out = {}
-        for item, in self.store.db.execute("SELECT item FROM mrsc_pending WHERE tbl = ?", (table,)):
+        for (item,) in self.store.db.execute("SELECT item FROM mrsc_pending WHERE tbl = ?", (table,)):
             key = orjson.loads(item)
             if in_range(key, partition):
                 out[item] = key

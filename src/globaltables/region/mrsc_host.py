@@ -11,8 +11,8 @@ Theory of operation (cores step, hosts loop, as region/replication_host.py):
   by a majority), "rwce" (409 ReplicatedWriteConflictException: nothing changed), a ConditionalCheckFailed
   confirmed against the latest version, or 500 InternalServerError after the bounded wait (in doubt, or not
   started). A strongly consistent GetItem syncs first (`submit_read`), a strongly consistent Query or Scan
-  range-syncs its item collection or table first (`submit_range_read`), then each reads locally. Everything else goes to
-  the engine as usual (eventually consistent reads are local).
+  range-syncs its item collection or table first (`submit_range_read`), then each reads locally. Everything else
+  goes to the engine as usual (eventually consistent reads are local).
 - A witness runs the same node (member only, over a store without tables) and answers client data-plane requests
   with ResourceNotFoundException: it serves no table data.
 - Before serving, the topology's declared tables exist on every replica and are marked strong (engine/strong.py
@@ -34,7 +34,6 @@ from aiohttp import web
 
 from ..engine import strong_requests
 from ..engine.engine import Engine
-from ..engine.operations import query
 from ..engine.errors import (
     DynamoError,
     InternalServerError,
@@ -43,6 +42,7 @@ from ..engine.errors import (
     ResourceNotFoundException,
     UnknownOperationException,
 )
+from ..engine.operations import query
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import StrongStore, make_strong
 from ..engine.strong_membership import converting
