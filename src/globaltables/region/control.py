@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from .control_steps import json_response
 from .http_transport import LinkDelay
 from .link_faults import LinkFault
 from .replication_host import ReplicationHost
@@ -46,10 +47,6 @@ CLOCK_KEYS = ("drift_ppm", "bump_ms", "strobe")
 
 class BadRequest(ValueError):
     pass
-
-
-def _json(body: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
 
 
 def _number(value: Any, what: str, minimum: float | None = 0.0) -> float:
@@ -68,11 +65,11 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         async def check(request: web.Request) -> web.StreamResponse:
             if not transport.authenticated(request):
                 transport.rejected_requests += 1
-                return _json({"error": "the control API requires the topology's shared secret"}, 401)
+                return json_response({"error": "the control API requires the topology's shared secret"}, 401)
             try:
                 return await handler(request)
             except BadRequest as error:
-                return _json({"error": str(error)}, 400)
+                return json_response({"error": str(error)}, 400)
 
         return check
 
@@ -91,7 +88,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         return name
 
     async def status(_request: web.Request) -> web.Response:
-        return _json(host.status())
+        return json_response(host.status())
 
     async def faults(request: web.Request) -> web.Response:
         body = await read_object(request)
@@ -171,7 +168,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
                 host.clock.strobe_delta_s = 0.0
             else:
                 host.clock.strobe(strobe[0] / 1000.0, strobe[1] / 1000.0)
-        return _json(host.status())
+        return json_response(host.status())
 
     async def set_peers(request: web.Request) -> web.Response:
         body = await read_object(request)
@@ -183,7 +180,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
                 raise BadRequest(f"endpoints.{name}: expected an http:// URL, got {url!r}")
         host.set_endpoints(endpoints)
-        return _json({"ok": True})
+        return json_response({"ok": True})
 
     async def metrics(_request: web.Request) -> web.Response:
         # Read-only and bound to 127.0.0.1 like every endpoint; no secret, so a stock Prometheus can scrape it.

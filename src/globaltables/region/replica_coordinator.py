@@ -25,14 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 from ..engine.engine import Engine
-from ..engine.errors import DynamoError
 from ..engine.replica_membership import CREATING
 from ..replication.node import RegionNode
-from .control_client import Refused, post_control
+from .control_steps import Refused, post_control, step_route
 
 log = logging.getLogger("globaltables.replication.membership")
 
@@ -208,20 +206,7 @@ class ReplicaCoordinator:
         return {"ok": True}
 
     def route(self, authenticated: Callable[[web.Request], bool]) -> web.RouteDef:
-        async def replicas(request: web.Request) -> web.Response:
-            if not authenticated(request):
-                return _json({"error": "the control API requires the topology's shared secret"}, 401)
-            try:
-                body = orjson.loads(await request.read() or b"{}")
-                if not isinstance(body, dict):
-                    raise ValueError("the body must be a JSON object")
-                return _json(self.handle(body))
-            except (ValueError, orjson.JSONDecodeError) as error:
-                return _json({"error": str(error)}, 400)
-            except DynamoError as error:
-                return _json({"error": error.message, "type": type(error).__name__}, 409)
-
-        return web.post(PATH, replicas)
+        return step_route(PATH, self.handle, authenticated)
 
     def status(self) -> dict[str, Any]:
         return {
@@ -232,7 +217,3 @@ class ReplicaCoordinator:
             "completed": self.completed[-20:],
             "errors": self.errors,
         }
-
-
-def _json(body: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")

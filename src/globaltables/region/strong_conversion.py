@@ -20,12 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 from ..engine.engine import Engine
-from ..engine.errors import DynamoError
-from .control_client import Refused, post_control
+from .control_steps import Refused, post_control, step_route
 
 log = logging.getLogger("globaltables.mrsc.conversion")
 
@@ -151,24 +149,7 @@ class StrongConversion:
         return {"ok": True}
 
     def route(self, authenticated: Callable[[web.Request], bool]) -> web.RouteDef:
-        async def strong(request: web.Request) -> web.Response:
-            if not authenticated(request):
-                return _json({"error": "the control API requires the topology's shared secret"}, 401)
-            try:
-                body = orjson.loads(await request.read() or b"{}")
-                if not isinstance(body, dict):
-                    raise ValueError("the body must be a JSON object")
-                return _json(self.handle(body))
-            except (ValueError, orjson.JSONDecodeError) as error:
-                return _json({"error": str(error)}, 400)
-            except DynamoError as error:
-                return _json({"error": error.message, "type": type(error).__name__}, 409)
-
-        return web.post(PATH, strong)
+        return step_route(PATH, self.handle, authenticated)
 
     def status(self) -> dict[str, Any]:
         return {"driving": self.membership.driving(), "completed": self.completed[-20:], "errors": self.errors}
-
-
-def _json(body: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")

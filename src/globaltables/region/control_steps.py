@@ -1,0 +1,67 @@
+"""The steps of multi-region procedures (adding and removing replicas, converting a table to strong consistency):
+one client that posts a step to another region's secret-protected control API, and one route that serves them.
+
+A step is a JSON object with an `op`; the answer is JSON: 200 with the result, 400 for a malformed step, 401 without
+the shared secret (nothing changes), 409 when the region refuses with a DynamoDB error (the client raises Refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from ..engine.errors import DynamoError
+from .http_transport import SECRET_HEADER
+
+
+class Refused(Exception):
+    """A region answered a step with a DynamoDB error (HTTP 409): the procedure cannot go on as asked."""
+
+
+async def post_control(
+    session: aiohttp.ClientSession, endpoint: str | None, region: str, path: str, secret: str, body: dict
+) -> dict:
+    """POST one step to `region`'s control API at `path`; its JSON answer. Raises LookupError while the region's
+    endpoint is unknown, Refused for a DynamoDB refusal, aiohttp.ClientError for anything else."""
+    if endpoint is None:
+        raise LookupError(f"no endpoint known for {region} yet")
+    async with session.post(
+        endpoint.rstrip("/") + path,
+        data=orjson.dumps(body),
+        headers={SECRET_HEADER: secret, "Content-Type": "application/json"},
+    ) as response:
+        answer = orjson.loads(await response.read() or b"{}")
+        if response.status == 409:
+            raise Refused(answer.get("error", "refused"))
+        if response.status != 200:
+            raise aiohttp.ClientError(f"{region} answered {body['op']} with {response.status}: {answer}")
+        return answer
+
+
+def step_route(
+    path: str, handle: Callable[[dict], dict], authenticated: Callable[[web.Request], bool]
+) -> web.RouteDef:
+    """The POST route serving steps at `path` with `handle(step) -> answer` (ValueError: malformed step)."""
+
+    async def serve(request: web.Request) -> web.Response:
+        if not authenticated(request):
+            return json_response({"error": "the control API requires the topology's shared secret"}, 401)
+        try:
+            body = orjson.loads(await request.read() or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("the body must be a JSON object")
+            return json_response(handle(body))
+        except (ValueError, orjson.JSONDecodeError) as error:
+            return json_response({"error": str(error)}, 400)
+        except DynamoError as error:
+            return json_response({"error": error.message, "type": type(error).__name__}, 409)
+
+    return web.post(path, serve)
+
+
+def json_response(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
