@@ -11,6 +11,7 @@ import itertools
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -137,10 +138,20 @@ def test_loss_duplication_and_reordering_then_heal_converges(cluster: Cluster):
         controller.start(fault)
     status = cluster.status(A)["transport"]["peers"][B]
     assert status["fault"]["loss"] == 0.3 and status["fault"]["reorder"] == 0.3
+    def lost_between_a_and_b() -> int:
+        return cluster.status(A)["transport"]["peers"][B]["lost_by_fault"] + \
+            cluster.status(B)["transport"]["peers"][A]["lost_by_fault"]  # fmt: skip
+
     for n in range(30):
         put(cluster, history, 1 + n % 3, (A, B, C)[n % 3], f"{prefix}{n % 5}", f"{prefix}{n}")
-    lost = cluster.status(A)["transport"]["peers"][B]["lost_by_fault"] + \
-        cluster.status(B)["transport"]["peers"][A]["lost_by_fault"]  # fmt: skip
+    # Replication ships asynchronously, so the loss shows once enough messages crossed the lossy link: keep writing
+    # (bounded) until it does. At a 30% loss rate, 200 more messages without one loss would be a broken fault.
+    n = 30
+    deadline = time.monotonic() + 20.0
+    while lost_between_a_and_b() == 0 and n < 230 and time.monotonic() < deadline:
+        put(cluster, history, 1 + n % 2, (A, B)[n % 2], f"{prefix}{n % 5}", f"{prefix}{n}")
+        n += 1
+    lost = lost_between_a_and_b()
     controller.final_heal()
     assert cluster.status(A)["transport"]["peers"][B]["fault"] is None
     settle_and_check(cluster, history, prefix)

@@ -41,7 +41,7 @@ def run_once(function, seed: int) -> bytes:
         return harness.fingerprint()
 
 
-@pytest.mark.parametrize("function", scenarios())
+@pytest.mark.parametrize("function", list(scenarios()))
 def test_same_seed_same_trace(function, globaltables_seed):
     first = run_once(function, globaltables_seed)
     assert b" deliver " in first  # messages really flowed
