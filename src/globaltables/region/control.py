@@ -165,7 +165,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             host.clock.bump(bump / 1000.0)
         if "strobe" in clock:
             if strobe is None:
-                host.clock.strobe_delta_s = 0.0
+                host.clock.stop_strobe()
             else:
                 host.clock.strobe(strobe[0] / 1000.0, strobe[1] / 1000.0)
         return json_response(host.status())

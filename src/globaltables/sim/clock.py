@@ -1,37 +1,25 @@
-"""Virtual clocks per region, with the skew models an HLC must survive (after TigerBeetle's simulated `Time`).
+"""Virtual clocks per region, with the skew models an HLC must survive (runtime/clock_skew.py).
 
-Theory of operation: every region reads the one `Scheduler`'s virtual time. `monotonic()` is that time, unskewed,
-identical in every region (timeouts and metrics use it, so clock faults never distort them). `wall_time()` is
-`epoch + monotonic + offset(t)`, where the offset is the sum of:
-  - a constant offset (`set_offset`; the topology's `clock_offset_ms` is the baseline restored by `heal`),
-  - a linear drift in parts per million since it started (`set_drift`),
-  - bumps: sudden jumps forward or back (`bump`), folded into the constant offset,
-  - a strobe: flapping between +0 and +`delta` every `period` (`strobe`, as Jepsen's strobe-time nemesis).
-The wall clock may therefore go backwards; only `monotonic()` promises not to.
-
-Rules:
-1. Changing a model never makes the wall clock jump by itself: `set_drift` first folds the drift accumulated so far
-   into the constant offset. Only `set_offset`, `bump` and `strobe` jump, because that is their point.
-2. `heal()` restores the baseline exactly (baseline offset, no drift, no strobe).
+Every region reads the one `Scheduler`'s virtual time. `monotonic()` is that time, unskewed, identical in every
+region (timeouts and metrics use it, so clock faults never distort them). `wall_time()` is
+`epoch + monotonic + offset(t)`; the offset models (constant, drift, bump, strobe) and their rules are ClockSkew's.
 """
 
 from __future__ import annotations
 
+from ..runtime.clock_skew import ClockSkew
 from .loop import MICROSECONDS_PER_SECOND, Scheduler
 
 DEFAULT_EPOCH = 1_700_000_000.0
 
 
-class SimClock:
+class SimClock(ClockSkew):
     """One region's clock over a shared Scheduler; implements `globaltables.runtime.clock.Clock`."""
 
     def __init__(self, scheduler: Scheduler, *, epoch: float = DEFAULT_EPOCH, offset_s: float = 0.0) -> None:
         self._scheduler = scheduler
         self.epoch = epoch
-        self.baseline_offset_s = offset_s
-        self.heal()
-
-    # -- the Clock protocol ---------------------------------------------------------------------------------------
+        super().__init__(offset_s)
 
     def monotonic(self) -> float:
         return self._scheduler.now_us / MICROSECONDS_PER_SECOND
@@ -39,58 +27,3 @@ class SimClock:
     def wall_time(self) -> float:
         now = self._scheduler.now_us / MICROSECONDS_PER_SECOND
         return self.epoch + now + self.offset_at(now)
-
-    # -- skew models --------------------------------------------------------------------------------------------
-
-    def offset_at(self, now: float) -> float:
-        """Seconds the wall clock is ahead of true time at virtual time `now`."""
-        offset = self.offset_s
-        if self.drift_ppm:
-            offset += (now - self.drift_since) * self.drift_ppm * 1e-6
-        if self.strobe_delta_s:
-            # Phases counted in integer microseconds: float division at exact period boundaries,
-            # (20.2 - 20.0) / 0.1 = 1.999..., would flip a phase early or late.
-            phase = (round(now * MICROSECONDS_PER_SECOND) - self.strobe_since_us) // self.strobe_period_us
-            if phase & 1:
-                offset += self.strobe_delta_s
-        return offset
-
-    def set_offset(self, offset_s: float) -> None:
-        """Jump to a fixed offset from true time (drift keeps accruing from here if set)."""
-        self._fold_drift()
-        self.offset_s = offset_s
-
-    def bump(self, delta_s: float) -> None:
-        """A sudden jump of the wall clock by `delta_s` (negative: backwards)."""
-        self.offset_s += delta_s
-
-    def set_drift(self, ppm: float) -> None:
-        """Run fast (positive) or slow (negative) by `ppm` parts per million from now on."""
-        self._fold_drift()
-        self.drift_ppm = ppm
-
-    def strobe(self, delta_s: float, period_s: float) -> None:
-        """Flap between the current offset and `delta_s` ahead of it, switching every `period_s`."""
-        if period_s <= 0:
-            raise ValueError("strobe period must be positive")
-        self.strobe_delta_s = delta_s
-        self.strobe_period_us = max(1, round(period_s * MICROSECONDS_PER_SECOND))
-        self.strobe_since_us = self._scheduler.now_us
-
-    def stop_strobe(self) -> None:
-        self.strobe_delta_s = 0.0
-
-    def heal(self) -> None:
-        """Back to the baseline offset, with no drift and no strobe."""
-        self.offset_s = self.baseline_offset_s
-        self.drift_ppm = 0.0
-        self.drift_since = self.monotonic()
-        self.strobe_delta_s = 0.0
-        self.strobe_period_us = MICROSECONDS_PER_SECOND
-        self.strobe_since_us = 0
-
-    def _fold_drift(self) -> None:
-        now = self.monotonic()
-        if self.drift_ppm:
-            self.offset_s += (now - self.drift_since) * self.drift_ppm * 1e-6
-        self.drift_since = now
