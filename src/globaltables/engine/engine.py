@@ -104,9 +104,12 @@ class Engine:
             return handler
         if operation not in DYNAMODB_OPERATIONS:
             raise UnknownOperationException(f"Unknown operation: {operation}")
+        path = f"{__package__}.operations.{module_name(operation)}"
         try:
-            module = importlib.import_module(f"{__package__}.operations.{module_name(operation)}")
-        except ModuleNotFoundError:
+            module = importlib.import_module(path)
+        except ModuleNotFoundError as error:
+            if error.name != path:
+                raise  # a module that exists but fails to import is a bug, not an unsupported operation
             if operation in PARTIQL_OPERATIONS:
                 raise UnknownOperationException(
                     f"{operation} (PartiQL) is not supported by globaltables; use the item and query operations"
