@@ -8,6 +8,7 @@ Rules
    clears pending proposals at or below its version and the proposal's vote, in one transaction.
 3. `apply` only moves forward: an image whose version is not above the stored one changes nothing (images are whole,
    so a member that missed versions jumps straight to the newest).
+4. The witness keeps an item's image only until both replicas hold that version (`trim`); its version stays.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ class StrongStore:
             row = self.store.db.execute(
                 "SELECT cv, pid, image FROM mrsc_witness WHERE tbl = ? AND item = ?", (table, item_id(key))
             ).fetchone()
-            return (row[0], row[1], orjson.loads(row[2])) if row else (0, "", None)
+            # A trimmed image (empty blob) reads as None: only replicas already holding that version ever ask.
+            return (row[0], row[1], orjson.loads(row[2]) if row[2] else None) if row else (0, "", None)
         definition = self.engine.tables[table]
         pk, sk = definition.key.encode(key)
         item, version, _tombstone = self.store.get_record(table, pk, sk)
@@ -175,7 +177,7 @@ class StrongStore:
             ):
                 key = orjson.loads(item)
                 if in_range(key, partition):
-                    out.append((item, key, cv, pid, orjson.loads(image)))
+                    out.append((item, key, cv, pid, orjson.loads(image) if image else None))
         else:
             schema = self.engine.tables[table].key
             where, args = "tid = ?", [self.store.table_id(table)]
@@ -204,6 +206,17 @@ class StrongStore:
             if in_range(key, partition):
                 out[item] = key
         return out
+
+    def untrimmed(self) -> list[tuple[str, dict, int]]:
+        """The witness's items whose latest image it still keeps, as (table, key, cv): not yet known to be held by
+        both replicas (rule 4)."""
+        rows = self.store.db.execute("SELECT tbl, item, cv FROM mrsc_witness WHERE length(image) > 0").fetchall()
+        return [(table, orjson.loads(item), cv) for table, item, cv in rows]
+
+    def all_votes(self) -> list[tuple[str, str, dict, str]]:
+        """Every recorded vote, as (pid, table, key, answer)."""
+        rows = self.store.db.execute("SELECT pid, tbl, item, answer FROM mrsc_votes").fetchall()
+        return [(pid, table, orjson.loads(item), answer) for pid, table, item, answer in rows]
 
     def vote(self, pid: str) -> str | None:
         row = self.store.db.execute("SELECT answer FROM mrsc_votes WHERE pid = ?", (pid,)).fetchone()
@@ -248,6 +261,18 @@ class StrongStore:
 
     def drop_vote(self, pid: str) -> None:
         self._transaction([("DELETE FROM mrsc_votes WHERE pid = ?", (pid,))])
+
+    def trim(self, table: str, key: dict, held: int) -> None:
+        """The witness drops its image of an item when both replicas hold its version or a newer one (`held`, the
+        lower of the two): it keeps the version (its votes need it) and an empty blob for the image."""
+        self._transaction(
+            [
+                (
+                    "UPDATE mrsc_witness SET image = x'' WHERE tbl = ? AND item = ? AND cv <= ? AND length(image) > 0",
+                    (table, item_id(key), held),
+                )
+            ]
+        )
 
     def abort(self, pid: str, table: str, key: dict) -> None:
         """The coordinator's own proposal is aborted: forget it."""

@@ -51,8 +51,9 @@ from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.transport import Envelope
 from . import wire
+from .host_base import RegionHost
 from .http_transport import HttpTransport, LinkDelay
-from .replication_host import POLL_FAILURE_PAUSE_S, ReplicationHost, ReplicationSettings
+from .replication_host import POLL_FAILURE_PAUSE_S, ReplicationSettings
 from .skewed_clock import SkewedClock
 from .strong_conversion import StrongConversion
 
@@ -67,7 +68,7 @@ IN_DOUBT = "the write's outcome is not known yet: another Region did not answer 
 UNAVAILABLE = "this Region cannot reach a quorum of the table's Regions in time"
 
 
-class MrscHost:
+class MrscHost(RegionHost):
     def __init__(self, engine: Engine, store: SqliteStore, settings: ReplicationSettings, clock: SkewedClock) -> None:
         self.engine = engine
         self.settings = settings
@@ -127,17 +128,7 @@ class MrscHost:
         if self.settings.peers_file is not None:
             self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="mrsc-peers-file"))
         yield
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await self.transport.close()
-
-    async def _on_shutdown(self, _app: web.Application) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await self.transport.close()
+        await self.stop_tasks()
 
     # ---------------------------------------------------------------------------------------------- driving
 
@@ -350,17 +341,7 @@ class MrscHost:
             raise InternalServerError(UNAVAILABLE)
         return engine.handle("BatchGetItem", request)
 
-    # ------------------------------------------------------------------------------------------------ peers
-
-    # The same peers-file and endpoint handling as the MREC host (its methods use only the attributes set above).
-    set_endpoints = ReplicationHost.set_endpoints
-    _read_peers_file = ReplicationHost._read_peers_file
-    _watch_peers_file = ReplicationHost._watch_peers_file
-
-    # ----------------------------------------------------------------------------------------------- faults
-
-    set_clock_offset_ms = ReplicationHost.set_clock_offset_ms
-    heal = ReplicationHost.heal
+    # ------------------------------------------------------------------------------------------------ wakeups
 
     def wake(self) -> None:
         self._wake.set()

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ from ..replication.mrsc.config import MrscConfig
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
 from ..runtime.transport import Envelope
+from .host_base import RegionHost
 from .http_transport import HttpTransport, LinkDelay
 from .replica_coordinator import ReplicaCoordinator
 from .replication_metrics import ReplicationMetrics, prometheus_text
@@ -53,7 +52,6 @@ from .skewed_clock import SkewedClock
 
 log = logging.getLogger("globaltables.replication.host")
 
-PEERS_FILE_POLL_S = 0.2
 POLL_FAILURE_PAUSE_S = 1.0
 
 
@@ -103,7 +101,7 @@ def largest_stored_version(engine: Engine) -> Version | None:
     return Version.parse(found) if found is not None else None
 
 
-class ReplicationHost:
+class ReplicationHost(RegionHost):
     def __init__(
         self, engine: Engine, settings: ReplicationSettings, clock: SkewedClock, hlc: HybridLogicalClock
     ) -> None:
@@ -170,19 +168,7 @@ class ReplicationHost:
             self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="replication-peers-file"))
         self._wake.set()  # a first poll ships whatever the log holds (e.g. unacknowledged records after a restart)
         yield
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await self.transport.close()
-
-    async def _on_shutdown(self, _app: web.Application) -> None:
-        # Inbound replication sockets live as long as their peers do: close them (and our outbound ones) before
-        # aiohttp waits for in-flight handlers, or every SIGTERM would wait out the whole shutdown grace period.
-        for task in self._tasks:
-            task.cancel()
-        await self.transport.close()
+        await self.stop_tasks()
 
     # ---------------------------------------------------------------------------------------------- driving
 
@@ -221,57 +207,6 @@ class ReplicationHost:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(None if deadline is None else deadline - now):
                     await wake.wait()
-
-    # ------------------------------------------------------------------------------------------------ peers
-
-    def set_endpoints(self, endpoints: Mapping[str, str | None]) -> None:
-        unknown = set(endpoints) - set(self.transport.peers) - {self.region}
-        if unknown:
-            raise ValueError(
-                f"unknown region(s) {', '.join(sorted(unknown))}; peers are {', '.join(self.transport.peers)}"
-            )
-        for peer, endpoint in endpoints.items():
-            if peer != self.region:
-                self.transport.set_endpoint(peer, endpoint)
-
-    def _read_peers_file(self) -> None:
-        path = self.settings.peers_file
-        if path is None:
-            return
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except FileNotFoundError:
-            return
-        if mtime == self._peers_file_mtime:
-            return
-        try:
-            state = json.loads(Path(path).read_text())
-            regions = state.get("regions", {})
-            endpoints = {
-                name: entry["endpoint"]
-                for name, entry in regions.items()
-                if name in self.transport.peers and isinstance(entry, dict) and entry.get("endpoint")
-            }
-        except (OSError, ValueError, AttributeError, TypeError) as error:  # half-written by a foreign tool: retry
-            log.warning("cannot read peers file %s: %s", path, error)
-            return
-        self._peers_file_mtime = mtime
-        self.set_endpoints(endpoints)
-
-    async def _watch_peers_file(self) -> None:
-        while True:
-            await asyncio.sleep(PEERS_FILE_POLL_S)
-            self._read_peers_file()
-
-    # ----------------------------------------------------------------------------------------------- faults
-
-    def set_clock_offset_ms(self, offset_ms: float | None) -> None:
-        """Skew the wall clock under the HLC (stamps and TTL); None restores the topology's offset."""
-        self.clock.set_offset(self.baseline_offset_s if offset_ms is None else offset_ms / 1000.0)
-
-    def heal(self) -> None:
-        self.transport.heal()
-        self.clock.heal()  # baseline offset, no drift, no strobe
 
     # ----------------------------------------------------------------------------------------------- status
 

@@ -108,11 +108,39 @@ class RangeSynced:
     covered: str
 
 
-Message = Propose | Status | Vote | Commit | Abort | Sync | Synced | SyncRange | RangeSynced
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A replica to the witness: "I durably hold commit version cv (or newer) of this item" (witness trimming)."""
+
+    table: str
+    key: dict
+    cv: int
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A member holding a vote on proposal pid to its coordinator: "have you decided it?" (vote clean-up)."""
+
+    pid: str
+    table: str
+    key: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """The coordinator's answer to Outcome, sent only once it has decided pid: the vote may go."""
+
+    pid: str
+    table: str
+    key: dict
+
+
+Message = Propose | Status | Vote | Commit | Abort | Sync | Synced | SyncRange | RangeSynced | Held | Outcome | Settled
 
 KINDS: dict[str, type] = {
     "propose": Propose, "status": Status, "vote": Vote, "commit": Commit, "abort": Abort, "sync": Sync,
-    "synced": Synced, "sync-range": SyncRange, "range-synced": RangeSynced,
+    "synced": Synced, "sync-range": SyncRange, "range-synced": RangeSynced, "held": Held, "outcome": Outcome,
+    "settled": Settled,
 }  # fmt: skip
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 # Field types, for decode's shape check (None: a dict or null).
@@ -126,6 +154,9 @@ _TYPES: dict[type, tuple[Any, ...]] = {
     Synced: (int, int, str, None, bool),
     SyncRange: (int, str, None, str, str, dict),
     RangeSynced: (int, list, list, str),
+    Held: (str, dict, int),
+    Outcome: (str, str, dict),
+    Settled: (str, str, dict),
 }
 
 

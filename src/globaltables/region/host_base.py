@@ -1,0 +1,92 @@
+"""What the MREC and MRSC region hosts share: the transport's lifetime, peer discovery and the clock faults.
+
+A host drives a replication node from asyncio. Its background tasks live with the aiohttp app (`stop_tasks` after
+the cleanup context yields); its peers' endpoints come from the supervisor's state file (polled, so a restarted
+peer is found again) or from the control API; clock faults move only the wall clock under the HLC.
+Subclasses set `region`, `settings` (with `peers_file`), `transport`, `clock`, `baseline_offset_s`, `_tasks` and
+`_peers_file_mtime`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from aiohttp import web
+
+log = logging.getLogger("globaltables.replication.host")
+
+PEERS_FILE_POLL_S = 0.2
+
+
+class RegionHost:
+    async def stop_tasks(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.transport.close()
+
+    async def _on_shutdown(self, _app: web.Application) -> None:
+        # Inbound replication sockets live as long as their peers do: close them (and our outbound ones) before
+        # aiohttp waits for in-flight handlers, or every SIGTERM would wait out the whole shutdown grace period.
+        for task in self._tasks:
+            task.cancel()
+        await self.transport.close()
+
+    # ------------------------------------------------------------------------------------------------ peers
+
+    def set_endpoints(self, endpoints: Mapping[str, str | None]) -> None:
+        unknown = set(endpoints) - set(self.transport.peers) - {self.region}
+        if unknown:
+            raise ValueError(
+                f"unknown region(s) {', '.join(sorted(unknown))}; peers are {', '.join(self.transport.peers)}"
+            )
+        for peer, endpoint in endpoints.items():
+            if peer != self.region:
+                self.transport.set_endpoint(peer, endpoint)
+
+    def _read_peers_file(self) -> None:
+        path = self.settings.peers_file
+        if path is None:
+            return
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime == self._peers_file_mtime:
+            return
+        try:
+            state = json.loads(Path(path).read_text())
+            regions = state.get("regions", {})
+            endpoints = {
+                name: entry["endpoint"]
+                for name, entry in regions.items()
+                if name in self.transport.peers and isinstance(entry, dict) and entry.get("endpoint")
+            }
+        except (OSError, ValueError, AttributeError, TypeError) as error:  # half-written by a foreign tool: retry
+            log.warning("cannot read peers file %s: %s", path, error)
+            return
+        self._peers_file_mtime = mtime
+        self.set_endpoints(endpoints)
+
+    async def _watch_peers_file(self) -> None:
+        while True:
+            await asyncio.sleep(PEERS_FILE_POLL_S)
+            self._read_peers_file()
+
+    # ----------------------------------------------------------------------------------------------- faults
+
+    def set_clock_offset_ms(self, offset_ms: float | None) -> None:
+        """Skew the wall clock under the HLC (stamps and TTL); None restores the topology's offset."""
+        self.clock.set_offset(self.baseline_offset_s if offset_ms is None else offset_ms / 1000.0)
+
+    def heal(self) -> None:
+        self.transport.heal()
+        self.clock.heal()  # baseline offset, no drift, no strobe
