@@ -10,6 +10,12 @@ when retries ran out), "in-doubt" (500, the write may still commit) or "timeout"
 
 Durability (docs/mrsc.md): every state change goes through the port (engine/strong.py) before the message or the
 completion that implies it is emitted; the node's own memory (queues, votes collected, timers) may be lost in a crash.
+
+Clean-up (docs/mrsc.md, "Clean-up"): a vote on another member's proposal is dropped once its coordinator says it has
+decided it (Outcome/Settled, asked after `resolve_ms`), so a lost Commit or Abort leaves no record behind; the
+witness drops an image once both replicas are known to hold its version (a Commit from the coordinator, a replica's
+Held, or the answer to a Sync the witness sends for images it has kept longer than `resolve_ms`). What the node
+remembers about that is memory only: lost in a crash, it only delays clean-up.
 """
 
 from __future__ import annotations
@@ -25,12 +31,16 @@ from . import member
 from .config import MrscConfig
 from .coordinator import Coordinator, WriteOp
 from .messages import (
+    STALE,
     Abort,
     Commit,
+    Held,
     Message,
     MessageError,
+    Outcome,
     Propose,
     RangeSynced,
+    Settled,
     Status,
     Sync,
     Synced,
@@ -60,6 +70,15 @@ class MrscNode:
         self.reader = StrongReader(self)
         self.range_reader = RangeReader(self)
         self._self_commit: dict[str, tuple[float, str, dict]] = {}  # pid -> (due, table, key) of held proposals
+        # Vote clean-up: pid -> (next ask, asks so far, table, key) of votes on other members' proposals.
+        self._vote_due: dict[str, tuple[float, int, str, dict]] = {}
+        # Witness trimming: (table, item id) -> {replica: commit version it is known to hold}; the sweep's timer,
+        # its rounds without progress, and its outstanding Syncs (rid -> (table, key)).
+        self._holders: dict[tuple[str, str], dict[str, int]] = {}
+        self._sweep_at: float | None = None
+        self._idle_sweeps = 0
+        self._trim_asks: dict[int, tuple[str, dict]] = {}
+        self._trim_rid = 0
         self._out: list[Envelope] = []
         self._completions: list[tuple[Any, str, Any]] = []
         self._msg_id = 0
@@ -74,6 +93,11 @@ class MrscNode:
                 self.coordinator.recover(pending, now)
             else:
                 self._hold(pending.pid, pending.table, pending.key, now)
+        for pid, table, key, _answer in self.port.all_votes():
+            if _coordinator_of(pid) in self.others:
+                self._vote_due[pid] = (now + self.config.resolve_ms / 1000, 0, table, key)
+        if self.port.witness and self.port.untrimmed():
+            self._sweep_at = now + self.config.resolve_ms / 1000
         return self._flush()
 
     def submit_write(
@@ -111,12 +135,17 @@ class MrscNode:
             vote, accepted = member.answer(port, message, _pending_of)
             if accepted:
                 self._hold(message.pid, message.table, message.key, now)
+            if vote.answer != STALE and message.pid not in self._vote_due:  # a vote recorded here: clean it up later
+                self._vote_due[message.pid] = (now + self.config.resolve_ms / 1000, 0, message.table, message.key)
             self.send(envelope.src, vote)
         elif kind is Vote:
             self.coordinator.on_vote(envelope.src, message, now)
         elif kind is Commit:
             port.apply(message.table, message.key, message.version, message.pid, message.image)
             self._self_commit.pop(message.pid, None)
+            self._vote_due.pop(message.pid, None)
+            # The coordinator applied it before sending Commit: it holds this version.
+            self._committed_here(message.table, message.key, now, holder=(envelope.src, message.version))
             self.item_changed(message.table, message.key, now)
         elif kind is Abort:
             held = port.pending(message.table, message.key)
@@ -125,10 +154,25 @@ class MrscNode:
                 logger.error("abort of proposal %s which this member accepted: kept", message.pid)
             else:
                 port.drop_vote(message.pid)
+                self._vote_due.pop(message.pid, None)
+        elif kind is Held:
+            if port.witness:
+                self._note_holder(envelope.src, message.table, message.key, message.cv, now)
+        elif kind is Outcome:
+            held = port.pending(message.table, message.key)
+            if message.pid not in self.coordinator.proposals and (held is None or held.pid != message.pid):
+                # Decided here (applied or aborted, durably), or forgotten: we never ask about it again.
+                self.send(envelope.src, Settled(message.pid, message.table, message.key))
+        elif kind is Settled:
+            self._settled(message, now)
         elif kind is Sync:
             self.send(envelope.src, synced(port, message.rid, message.table, message.key))
         elif kind is Synced:
-            self.reader.on_synced(envelope.src, message, now)
+            asked = self._trim_asks.pop(message.rid, None)
+            if asked is not None:
+                self._note_holder(envelope.src, asked[0], asked[1], message.cv, now)
+            else:
+                self.reader.on_synced(envelope.src, message, now)
         elif kind is SyncRange:
             try:
                 answer = range_synced(port, message)
@@ -148,7 +192,11 @@ class MrscNode:
                     # We accepted it, so coordinator + us are a majority: it is committed. The vote stays, so a
                     # late Status from the coordinator is still answered "accept".
                     self.port.apply(table, key, held.version, pid, held.image, drop_vote=False)
+                    self._committed_here(table, key, now)
                     self.item_changed(table, key, now)
+        self._poll_votes(now)
+        if self._sweep_at is not None and now >= self._sweep_at:
+            self._sweep(now)
         self.coordinator.poll(now)
         self.reader.poll(now)
         self.range_reader.poll(now)
@@ -156,6 +204,9 @@ class MrscNode:
 
     def next_deadline(self) -> float | None:
         times = [due for due, _t, _k in self._self_commit.values()]
+        times += [due for due, _n, _t, _k in self._vote_due.values()]
+        if self._sweep_at is not None:
+            times.append(self._sweep_at)
         for at in (self.coordinator.next_deadline(), self.reader.next_deadline(), self.range_reader.next_deadline()):
             if at is not None:
                 times.append(at)
@@ -177,6 +228,7 @@ class MrscNode:
     def adopt(self, table: str, key: dict, cv: int, cpid: str, image: dict | None, now: float) -> None:
         """A newer committed image learned from another member (a refusal or a Sync answer)."""
         if self.port.apply(table, key, cv, cpid, image, drop_vote=False):
+            self._committed_here(table, key, now)
             self.item_changed(table, key, now)
 
     def item_changed(self, table: str, key: dict, now: float) -> None:
@@ -188,12 +240,86 @@ class MrscNode:
             "proposals": len(self.coordinator.proposals),
             "queued": sum(len(q) for q in self.coordinator.queues.values()),
             "held": len(self._self_commit),
+            "votes_to_clean": len(self._vote_due),
             "reads": len(self.reader.rounds),
             "range_reads": len(self.range_reader.rounds),
             "dropped_messages": self.dropped_messages,
         }
 
     # ----------------------------------------------------------------------------------------------- helpers
+
+    def _committed_here(self, table: str, key: dict, now: float, holder: tuple[str, int] | None = None) -> None:
+        """A committed version was applied here (or was already held). A replica tells the other members (the
+        witness among them; a replica ignores Held) which version it holds; the witness notes that the Commit's
+        sender holds its version."""
+        if not self.port.witness:
+            cv = self.port.committed(table, key)[0]
+            for other in self.others:
+                if holder is None or other != holder[0]:
+                    self.send(other, Held(table, key, cv))
+            return
+        if holder is not None:
+            self._note_holder(holder[0], table, key, holder[1], now)
+        if self._sweep_at is None:
+            self._sweep_at = now + self.config.resolve_ms / 1000
+            self._idle_sweeps = 0
+
+    def _note_holder(self, replica: str, table: str, key: dict, cv: int, now: float) -> None:
+        """Witness: `replica` durably holds version `cv` (or newer) of the item; trim once both replicas do."""
+        ident = (table, item_id(key))
+        holders = self._holders.setdefault(ident, {})
+        holders[replica] = max(cv, holders.get(replica, 0))
+        if len(holders) < len(self.others):
+            return
+        held = min(holders.values())
+        if held >= self.port.committed(table, key)[0]:
+            self.port.trim(table, key, held)
+            del self._holders[ident]
+            self._idle_sweeps = 0
+
+    def _sweep(self, now: float) -> None:
+        """Witness: ask the replicas not known to hold an image's version whether they do (a lost Held or
+        Commit). Rounds back off and stop after 8 without progress (a replica down for long); the next commit
+        here starts them again, and a restart too."""
+        kept = self.port.untrimmed()
+        self._trim_asks.clear()
+        for table, key, cv in kept:
+            holders = self._holders.get((table, item_id(key)), {})
+            for replica in self.others:
+                if holders.get(replica, 0) < cv:
+                    self._trim_rid += 1
+                    self._trim_asks[self._trim_rid] = (table, key)
+                    self.send(replica, Sync(self._trim_rid, table, key))
+        self._idle_sweeps += 1
+        if not kept or self._idle_sweeps > 8:
+            self._sweep_at = None
+        else:
+            self._sweep_at = now + self.config.resolve_ms / 1000 * 2 ** min(self._idle_sweeps - 1, 4)
+
+    def _poll_votes(self, now: float) -> None:
+        """Ask the coordinator of every vote held here for `resolve_ms` whether it has decided the proposal; back
+        off, and stop after 8 asks (the record then waits for the next restart)."""
+        for pid, (due, asks, table, key) in list(self._vote_due.items()):
+            if now < due:
+                continue
+            if self.port.vote(pid) is None or asks >= 8:
+                del self._vote_due[pid]
+                continue
+            self.send(_coordinator_of(pid), Outcome(pid, table, key))
+            self._vote_due[pid] = (now + self.config.resolve_ms / 1000 * 2 ** min(asks, 4), asks + 1, table, key)
+
+    def _settled(self, message: Settled, now: float) -> None:
+        """The coordinator has decided the proposal: our vote on it can go. If we still hold it pending we
+        accepted it, so it committed (as in the self-commit): apply it, dropping the vote in the same step."""
+        self._vote_due.pop(message.pid, None)
+        held = self.port.pending(message.table, message.key)
+        if held is not None and held.pid == message.pid:
+            self._self_commit.pop(message.pid, None)
+            self.port.apply(message.table, message.key, held.version, held.pid, held.image)
+            self._committed_here(message.table, message.key, now)
+            self.item_changed(message.table, message.key, now)
+        elif self.port.vote(message.pid) is not None:
+            self.port.drop_vote(message.pid)
 
     def _hold(self, pid: str, table: str, key: dict, now: float) -> None:
         self._self_commit[pid] = (now + self.config.resolve_ms / 1000, table, key)
@@ -206,6 +332,11 @@ class MrscNode:
         self.dropped_messages += 1
         logger.warning("mrsc message %r dropped: %s", envelope, reason)
         return []
+
+
+def _coordinator_of(pid: str) -> str:
+    """Proposal ids are "<region>-<epoch>-<n>" (engine/strong.py)."""
+    return pid.rsplit("-", 2)[0]
 
 
 def _pending_of(message: Propose) -> Pending:
