@@ -34,6 +34,7 @@ from ..schema import (
 from ..storage.index_store import IndexRow
 from ..storage.sqlite_store import partition_hash
 from ..values import encode_key_value, item_size, normalize_value
+from .paging import check_query_start
 
 GSI_CONSISTENT_READ = "Consistent reads are not supported on global secondary indexes"
 STARTING_KEY_INVALID = "The provided starting key is invalid"
@@ -175,19 +176,8 @@ class IndexRead:
         """Where a Query resumes: (index sort key, table partition key, table sort key), or None."""
         if start is None:
             return None
-        from .query import within
-
         start_pk, start_sk, bpk, bsk = self._start_key(start)
-        if condition.sort_op is None:
-            if start_pk != pk:
-                raise ValidationException(
-                    "The provided starting key is outside query boundaries based on provided conditions"
-                )
-        else:
-            if not within(start_sk, lower, upper):
-                raise ValidationException("The provided starting key does not match the range key predicate")
-            if start_pk != pk:
-                raise ValidationException("The query can return at most one row and cannot be restarted")
+        check_query_start(condition.sort_op is not None, pk, lower, upper, start_pk, start_sk)
         return start_sk, bpk, bsk
 
     def scan_start(self, start: dict | None, hash_range: tuple[int, int], segment, total) -> tuple | None:

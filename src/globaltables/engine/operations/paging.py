@@ -136,3 +136,26 @@ def read_page(
     if consumed:
         response["ConsumedCapacity"] = consumed
     return response
+
+
+def within(sk: bytes, lower: tuple[bytes, bool] | None, upper: tuple[bytes, bool] | None) -> bool:
+    """Whether an encoded sort key lies within optional (bound, inclusive) limits."""
+    if lower is not None and (sk < lower[0] or (sk == lower[0] and not lower[1])):
+        return False
+    return not (upper is not None and (sk > upper[0] or (sk == upper[0] and not upper[1])))
+
+
+def check_query_start(
+    has_sort_condition: bool, pk: bytes, lower, upper, start_pk: bytes, start_sk: bytes
+) -> None:
+    """A Query's ExclusiveStartKey must lie in the queried partition and sort-key range (DynamoDB's texts)."""
+    if not has_sort_condition:
+        if start_pk != pk:
+            raise ValidationException(
+                "The provided starting key is outside query boundaries based on provided conditions"
+            )
+        return
+    if not within(start_sk, lower, upper):
+        raise ValidationException("The provided starting key does not match the range key predicate")
+    if start_pk != pk:
+        raise ValidationException("The query can return at most one row and cannot be restarted")

@@ -7,7 +7,7 @@ from ..expressions import condition_paths, legacy, parse_key_condition
 from ..validation import Bool, Str, check_request
 from ..values import encode_key_value
 from .index_reads import index_for_read
-from .paging import READ_FIELDS, read_page, read_plan
+from .paging import READ_FIELDS, check_query_start, read_page, read_plan
 from .read_modify_write import expression_context
 
 FIELDS = {**READ_FIELDS, "KeyConditionExpression": Str(), "ScanIndexForward": Bool()}
@@ -44,14 +44,6 @@ def sort_bounds(op: str | None, values: list[dict]):
     raise ValidationException("Query key condition not supported")
 
 
-def within(sk: bytes, lower, upper) -> bool:
-    if lower is not None and (sk < lower[0] or (sk == lower[0] and not lower[1])):
-        return False
-    if upper is not None and (sk > upper[0] or (sk == upper[0] and not upper[1])):
-        return False
-    return True
-
-
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
     legacy.check_fields(request, legacy.QUERY_FIELDS)
@@ -83,16 +75,7 @@ def handle(engine, request: dict) -> dict:
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
-        if condition.sort_op is None:
-            if start_pk != pk:
-                raise ValidationException(
-                    "The provided starting key is outside query boundaries based on provided conditions"
-                )
-        else:
-            if not within(start_sk, lower, upper):
-                raise ValidationException("The provided starting key does not match the range key predicate")
-            if start_pk != pk:
-                raise ValidationException("The query can return at most one row and cannot be restarted")
+        check_query_start(condition.sort_op is not None, pk, lower, upper, start_pk, start_sk)
         start_after = start_sk
     rows = engine.store.query(table.name, pk, lower, upper, forward, start_after)
     return read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))

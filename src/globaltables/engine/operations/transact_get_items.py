@@ -14,8 +14,8 @@ from typing import Any
 from .. import capacity, transactions
 from ..errors import TransactionCanceledException
 from ..expressions import parse_projection, project
-from ..strong import refuse_if_strong
 from ..schema import TableDefinition
+from ..strong import refuse_if_strong
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
 from ..values import item_size
 from .read_modify_write import RETURN_CONSUMED_CAPACITY, expression_context

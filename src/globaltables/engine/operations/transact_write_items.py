@@ -25,8 +25,8 @@ from ..errors import (
     ValidationException,
 )
 from ..schema import validate_item_size
-from ..strong import refuse_if_strong
 from ..storage.sqlite_store import ItemWrite
+from ..strong import refuse_if_strong
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
 from ..values import item_size
 from . import delete_item, put_item, update_item
