@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from globaltables.engine.engine import Engine
-from globaltables.engine.storage.sqlite_store import SqliteStore
+from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.runtime.clock import ManualClock
 from globaltables.sim.cluster import DEFAULT_TABLE, SimCluster
 from globaltables.sim.network import LinkSettings
@@ -74,7 +74,7 @@ def run_cluster(puts: int, batch: int) -> tuple[float, int, float]:
 
 
 def run_standalone(puts: int) -> float:
-    engine = Engine(SqliteStore(None), ManualClock())
+    engine = Engine(MemoryStore(), ManualClock())
     engine.handle("CreateTable", dict(DEFAULT_TABLE))
     started = time.perf_counter()
     for index in range(puts):

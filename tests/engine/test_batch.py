@@ -49,8 +49,8 @@ def create(engine, name, sort=False, lsi=False, gsi=False):
 
 
 @pytest.fixture
-def engine():
-    engine = Engine(SqliteStore(None), ManualClock(wall_time=1_700_000_000.0))
+def engine(make_store):
+    engine = Engine(make_store(), ManualClock(wall_time=1_700_000_000.0))
     create(engine, "Plain")
     create(engine, "Sorted", sort=True)
     return engine

@@ -14,7 +14,8 @@ import pytest
 
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
-from globaltables.engine.storage.sqlite_store import ItemWrite, SqliteStore
+from globaltables.engine.storage.records import ItemWrite
+from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
 
 INVALID = "One or more parameter values were invalid: "
@@ -27,8 +28,8 @@ def clock():
 
 
 @pytest.fixture
-def engine(clock):
-    return Engine(SqliteStore(None), clock)
+def engine(clock, make_store):
+    return Engine(make_store(), clock)
 
 
 def call(engine, operation, request):

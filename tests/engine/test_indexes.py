@@ -11,6 +11,7 @@ from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
+from store_probes import index_entry_count, index_id_count, items_and_index_entries
 
 INVALID = "One or more parameter values were invalid: "
 
@@ -107,16 +108,12 @@ def refused(engine, operation, request, error, message=None):
 
 
 def dump(engine):
-    db = engine.store.db
-    return (
-        db.execute("SELECT * FROM items ORDER BY 1, 2, 3, 4").fetchall(),
-        db.execute("SELECT * FROM index_items ORDER BY 1, 2, 3, 4, 5, 6").fetchall(),
-    )
+    return items_and_index_entries(engine.store)
 
 
 @pytest.fixture
-def engine():
-    engine = Engine(SqliteStore(None), ManualClock())
+def engine(make_store):
+    engine = Engine(make_store(), ManualClock())
     yield engine
     engine.store.close()
 
@@ -185,7 +182,7 @@ def test_update_delete_and_key_change_keep_the_index_exact(orders):
     assert by_order(orders, "o-3")["Count"] == 1
     orders.handle("DeleteItem", {"TableName": "Orders", "Key": key})
     assert by_order(orders, "o-3")["Items"] == []
-    assert orders.store.db.execute("SELECT COUNT(*) FROM index_items").fetchone() == (0,)
+    assert index_entry_count(orders.store) == 0
 
 
 def test_many_items_share_one_index_key(orders):
@@ -524,8 +521,8 @@ def test_deleted_index_is_purged_and_a_new_one_starts_empty(orders):
     assert "GlobalSecondaryIndexes" not in orders.handle("DescribeTable", {"TableName": "Orders"})["Table"]
     assert orders.pending_work
     assert drain(orders) == 3
-    assert orders.store.db.execute("SELECT COUNT(*) FROM index_items").fetchone() == (0,)
-    assert orders.store.db.execute("SELECT COUNT(*) FROM index_ids").fetchone() == (0,)
+    assert index_entry_count(orders.store) == 0
+    assert index_id_count(orders.store) == 0
     # Same name again, with another key: backfilled from the items, no stale entries.
     orders.handle(
         "UpdateTable",
@@ -545,7 +542,7 @@ def test_dropped_table_entries_never_reach_a_new_table_of_the_same_name(orders):
     orders_table(orders, gsis=[gsi("byOrderId", "orderId")], orderId="S")
     assert by_order(orders, "o-1")["Items"] == []
     drain(orders)
-    assert orders.store.db.execute("SELECT COUNT(*) FROM index_items").fetchone() == (0,)
+    assert index_entry_count(orders.store) == 0
 
 
 def test_backfill_resumes_after_a_restart(tmp_path):

@@ -19,8 +19,8 @@ OPERATOR_SET = "[IN, NULL, BETWEEN, LT, NOT_CONTAINS, EQ, GT, NOT_NULL, NE, LE, 
 
 
 @pytest.fixture
-def engine():
-    engine = Engine(SqliteStore(None), ManualClock(wall_time=1_700_000_000.0))
+def engine(make_store):
+    engine = Engine(make_store(), ManualClock(wall_time=1_700_000_000.0))
     engine.handle("CreateTable", {
         "TableName": "Items", "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
         "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST",

@@ -16,10 +16,10 @@ TABLE = "Orders"
 REGIONS = ["eu-west-1", "us-east-1"]
 
 
-def make_region(name, offset_s=0.0, mode="hlc"):
+def make_region(name, offset_s=0.0, mode="hlc", store=None):
     clock = ManualClock(wall_time=1_700_000_000.0 + offset_s)
     hlc = HybridLogicalClock(clock, max_offset_ms=500, mode=mode)
-    engine = Engine(SqliteStore(None), clock, region=name, versions=HlcVersionSource(hlc, name))
+    engine = Engine(store if store is not None else SqliteStore(None), clock, region=name, versions=HlcVersionSource(hlc, name))
     engine.handle(
         "CreateTable",
         {
@@ -57,8 +57,8 @@ def ship(source, dest):
 
 
 @pytest.fixture
-def regions():
-    (a, clock_a), (b, clock_b) = make_region("us-east-1"), make_region("eu-west-1")
+def regions(make_store):
+    (a, clock_a), (b, clock_b) = make_region("us-east-1", store=make_store()), make_region("eu-west-1", store=make_store())
     return a, b, clock_a, clock_b
 
 
@@ -162,8 +162,9 @@ def test_unchanged_write_keeps_its_version_and_ships_nothing(regions):
     assert sum(len(r) for r in lane_records) == 1
 
 
-def test_wall_clock_write_behind_the_stored_version_loses_everywhere():
-    (a, clock_a), (b, clock_b) = make_region("us-east-1", mode="wall"), make_region("eu-west-1", offset_s=-2, mode="wall")
+def test_wall_clock_write_behind_the_stored_version_loses_everywhere(make_store):
+    (a, clock_a) = make_region("us-east-1", mode="wall", store=make_store())
+    (b, clock_b) = make_region("eu-west-1", offset_s=-2, mode="wall", store=make_store())
     put(a, "o-7", "a-first")
     ship(a, b)
     # b's clock is two seconds behind: its later write gets a smaller stamp, is acknowledged, and loses at b too.

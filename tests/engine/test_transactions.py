@@ -14,6 +14,7 @@ from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
+from store_probes import token_count
 
 CCF = {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}
 NONE = {"Code": "None"}
@@ -26,8 +27,8 @@ def clock():
 
 
 @pytest.fixture
-def engine(clock):
-    engine = Engine(SqliteStore(None), clock)
+def engine(clock, make_store):
+    engine = Engine(make_store(), clock)
     for name, extra in (("Accounts", {}), ("Orders", {"sort": True})):
         attrs = [{"AttributeName": "id", "AttributeType": "S"}]
         keys = [{"AttributeName": "id", "KeyType": "HASH"}]
@@ -479,8 +480,7 @@ def test_expired_tokens_are_purged(engine, clock):
         call(engine, "TransactWriteItems", {"TransactItems": [put(i)], "ClientRequestToken": f"old-{i}"})
     clock.advance(700)
     call(engine, "TransactWriteItems", {"TransactItems": [put(9)], "ClientRequestToken": "new"})
-    (count,) = engine.store.db.execute("SELECT COUNT(*) FROM transaction_tokens").fetchone()
-    assert count == 1
+    assert token_count(engine.store) == 1
 
 
 # ------------------------------------------------------------------------------------------ capacity and metrics

@@ -21,8 +21,8 @@ def clock():
 
 
 @pytest.fixture
-def engine(clock):
-    engine = Engine(SqliteStore(None), clock)
+def engine(clock, make_store):
+    engine = Engine(make_store(), clock)
     engine.handle(
         "CreateTable",
         {

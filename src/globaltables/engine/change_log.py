@@ -1,8 +1,8 @@
 """The change log: one ordered log of item changes per table, the source of DynamoDB Streams (and of replication).
 
 Theory of operation
-- `ChangeLog.on_commit` is a commit hook of the store (`SqliteStore.commit_hooks`): for every effective item change
-  of a logged table it appends one record, in the same SQLite transaction as the item rows, so the log holds
+- `ChangeLog.on_commit` is a commit hook of the store (`commit_hooks`): for every effective item change
+  of a logged table it appends one record, in the same store transaction as the item rows, so the log holds
   exactly the committed changes, in commit order, across crashes and restarts. A record keeps the full old and new
   images (the event, INSERT/MODIFY/REMOVE, follows from which of them exist) and whether DynamoDB itself made the
   change (a TTL deletion, `ItemWrite.service`). What a stream shows of a record (its view type) is decided when it
@@ -23,17 +23,15 @@ Theory of operation
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .errors import ResourceNotFoundException
 from .schema import TableDefinition
-from .storage.change_log_store import INSERT_RECORD, ChangeLogStore, LogRecord, StreamRow
-from .storage.sqlite_store import ItemWrite, partition_hash
+from .storage.records import ItemWrite, LogRecord, StreamRow, partition_hash
 from .values import values_equal
 
 if TYPE_CHECKING:
@@ -72,7 +70,7 @@ class ChangeLog:
 
     def __init__(self, engine: Engine, retention_s: float = DEFAULT_RETENTION_S) -> None:
         self.engine = engine
-        self.store = ChangeLogStore(engine.store)
+        self.store = engine.store.change_log_store()
         self.retention_s = retention_s
         self.trim_chunk = TRIM_CHUNK
         self._logged: dict[str, int] = {}  # table name -> store table id, for every table whose changes are logged
@@ -93,7 +91,7 @@ class ChangeLog:
 
     # ------------------------------------------------------------------------------------------------ write path
 
-    def on_commit(self, db: sqlite3.Connection, writes: list[ItemWrite]) -> None:
+    def on_commit(self, tx: Any, writes: list[ItemWrite]) -> None:
         logged = self._logged
         if not logged:
             return
@@ -117,16 +115,15 @@ class ChangeLog:
             lane_count = lanes.get(write.table)
             lane = None if lane_count is None else partition_hash(write.pk) % lane_count
             rows.append(
-                (tid, seq, now, None if old is None else dumps(old), None if new is None else dumps(new),
+                (tid, seq, now, None if old is None else dumps(old),
+                 None if new is None else (write.blob or dumps(new)),
                  1 if write.service else 0, write.origin, write.version, lane),
             )  # fmt: skip
             self._next[tid] = seq + 1
             if lane is not None and write.origin is None:
                 self.lane_ends[(tid, lane)] = seq
-        if len(rows) == 1:
-            db.execute(INSERT_RECORD, rows[0])
-        elif rows:
-            db.executemany(INSERT_RECORD, rows)  # a replicated batch: one call, not one per record
+        if rows:
+            self.store.append(tx, rows)
 
     def next_seq(self, tid: int) -> int:
         """The sequence number the table's next record will get."""

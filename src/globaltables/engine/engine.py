@@ -21,11 +21,12 @@ from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .errors import ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
 from .indexes import IndexManager
-from .schema import TableDefinition
 from .replica import ReplicaPort, VersionSource
 from .replica_membership import ReplicaMembership
+from .schema import TableDefinition
+from .storage.records import ItemWrite, TokenRecord
+from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
-from .storage.sqlite_store import ItemWrite, SqliteStore, TokenRecord
 from .ttl import TtlSweeper
 
 Handler = Callable[["Engine", dict], dict]

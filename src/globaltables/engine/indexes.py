@@ -26,15 +26,13 @@ Theory of operation
 from __future__ import annotations
 
 import math
-import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .errors import ItemCollectionSizeLimitExceededException, ValidationException, invalid_parameter
 from .schema import MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, IndexDefinition, TableDefinition
-from .storage.index_store import IndexStore
-from .storage.sqlite_store import ItemWrite, partition_hash
+from .storage.records import ItemWrite, partition_hash
 from .values import encode_key_value, item_size
 
 if TYPE_CHECKING:
@@ -140,7 +138,7 @@ class IndexManager:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.store = IndexStore(engine.store)
+        self.store = engine.store.index_store()
         self.item_collection_limit = ITEM_COLLECTION_LIMIT_BYTES
         self.backfill_chunk = BACKFILL_CHUNK
         self.purge_chunk = PURGE_CHUNK
@@ -207,14 +205,14 @@ class IndexManager:
 
     # ------------------------------------------------------------------------------------------------ write path
 
-    def on_commit(self, db: sqlite3.Connection, writes: list[ItemWrite]) -> None:
+    def on_commit(self, tx: Any, writes: list[ItemWrite]) -> None:
         indexed = self._indexed
         tables = self.engine.tables
         for write in writes:
             if write.table in indexed:
-                self._maintain(db, tables[write.table], write)
+                self._maintain(tx, tables[write.table], write)
 
-    def _maintain(self, db: sqlite3.Connection, table: TableDefinition, write: ItemWrite) -> None:
+    def _maintain(self, tx: Any, table: TableDefinition, write: ItemWrite) -> None:
         old, new = write.old, write.item
         bpk, bsk = write.pk, write.sk
         ids, projections = self._ids, self._projections
@@ -224,7 +222,7 @@ class IndexManager:
             old_key = index_key(index, old, strict=False)
             new_key = index_key(index, new, strict=index.status == "ACTIVE")
             if old_key is not None and old_key != new_key:
-                self.store.delete(db, iid, (partition_hash(old_key[0]), *old_key, bpk, bsk))
+                self.store.delete(tx, iid, (partition_hash(old_key[0]), *old_key, bpk, bsk))
             if new_key is None:
                 continue
             names = projections[key]
@@ -232,7 +230,7 @@ class IndexManager:
             if old_key == new_key and project_item(old, names) == entry:
                 continue  # nothing this index holds changed
             size = write.size if names is None else item_size(entry)
-            self.store.put(db, iid, (partition_hash(new_key[0]), *new_key, bpk, bsk), entry, size)
+            self.store.put(tx, iid, (partition_hash(new_key[0]), *new_key, bpk, bsk), entry, size)
         if table.lsis and new is not None and (old is None or write.size > item_size(old)):
             self._check_collection(table, bpk)
 

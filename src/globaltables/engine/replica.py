@@ -13,14 +13,13 @@ Rules
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import orjson
 
 from .change_log import items_equal
 from .errors import ResourceNotFoundException
-from .storage.sqlite_store import UNKNOWN, ItemWrite, partition_hash
+from .storage.records import UNKNOWN, ItemWrite, partition_hash
 from .table_description import stream_label
 from .values import item_size
 
@@ -39,9 +38,9 @@ class VersionSource(Protocol):
         """After a restart: stamps must start above this version, the greatest the store holds."""
 
 
-@dataclass(frozen=True, slots=True)
-class ReplicatedRecord:
-    """One item change shipped from its origin region: the whole new item, or None for a delete."""
+class ReplicatedRecord(NamedTuple):
+    """One item change shipped from its origin region: the whole new item, or None for a delete. (A NamedTuple:
+    immutable, and built once per record shipped, several times cheaper than a frozen dataclass.)"""
 
     pos: int
     key: dict
@@ -135,11 +134,7 @@ class ReplicaPort:
     def pending_count(self, table: str, lane: int, after_pos: int) -> int:
         """How many of this region's records in a lane lie after `after_pos` (a peer's acknowledged position)."""
         tid = self.engine.store.table_id(table)
-        (count,) = self.engine.store.db.execute(
-            "SELECT count(*) FROM change_log WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ?",
-            (tid, lane, after_pos),
-        ).fetchone()
-        return count
+        return self.engine.change_log.store.local_lane_count(tid, lane, after_pos)
 
     def log_end(self, table: str, lane: int) -> int:
         return self.engine.change_log.lane_end(self.engine.store.table_id(table), lane)

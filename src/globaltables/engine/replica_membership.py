@@ -27,11 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import orjson
-
 from .errors import ResourceInUseException, ResourceNotFoundException, validation
 from .schema import TableDefinition
-from .storage.sqlite_store import ItemWrite
+from .storage.records import ItemWrite
 from .table_description import stream_label
 from .values import item_size
 
@@ -198,17 +196,12 @@ class ReplicaMembership:
             if origin != me:
                 positions[origin] = [store.position("applied", origin, name, lane) for lane in range(lanes)]
         items = []
-        for pk, sk, blob, version in store.db.execute(
-            "SELECT pk, sk, item, version FROM items WHERE tid = ?", (tid,)
-        ):
+        for pk, sk, item, version in store.table_records(name):
             if version is None and engine.versions is not None:  # written before this region had versions
                 version = engine.versions.stamp(None)
-            items.append([_b64(pk), _b64(sk), orjson.loads(blob), version])
+            items.append([_b64(pk), _b64(sk), item, version])
         tombstones = [
-            [_b64(pk), _b64(sk), version, deleted_at]
-            for pk, sk, version, deleted_at in store.db.execute(
-                "SELECT pk, sk, version, deleted_at FROM tombstones WHERE tid = ?", (tid,)
-            )
+            [_b64(pk), _b64(sk), version, deleted_at] for pk, sk, version, deleted_at in store.table_tombstones(name)
         ]
         return Snapshot(name, active, positions, items, tombstones)
 
@@ -347,8 +340,7 @@ class ReplicaMembership:
         table = engine.tables.get(name)
         if table is None or region not in table.replicas:
             return
-        tid = engine.store.table_id(name)
-        engine.store.db.execute("DELETE FROM replication_positions WHERE region = ? AND tid = ?", (region, tid))
+        engine.store.delete_positions(name, region)
         new = TableDefinition.from_dict(table.to_dict())
         new.replicas = [r for r in new.replicas if r != region]
         new.replica_status.pop(region, None)
@@ -362,8 +354,4 @@ class ReplicaMembership:
         engine = self.engine
         if name not in engine.tables:
             return
-        tid = engine.store.table_id(name)
-        engine.drop_table(name)
-        db = engine.store.db
-        db.execute("DELETE FROM tombstones WHERE tid = ?", (tid,))
-        db.execute("DELETE FROM replication_positions WHERE tid = ?", (tid,))
+        engine.drop_table(name)  # the store drops its tombstones and positions with its items

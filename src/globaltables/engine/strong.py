@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .errors import ValidationException
-from .storage.sqlite_store import ItemWrite, partition_hash
+from .storage.records import ItemWrite, partition_hash
 from .values import decode_key_value, item_size
 
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ class StrongStore:
         self.engine = engine
         self.region = region
         self.witness = engine is None
+        if not hasattr(store, "db"):
+            raise TypeError(f"strong mode (MRSC) keeps its state in SQL tables: it needs a SqliteStore, not {store!r}")
         store.db.executescript(STRONG_SCHEMA)
         self._in_tx: list[tuple[str, tuple[Any, ...]]] = []
         store.commit_hooks.append(self._run_in_tx)

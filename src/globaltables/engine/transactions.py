@@ -25,7 +25,7 @@ import orjson
 from . import capacity
 from .errors import ValidationException
 from .faults import TRANSACTION_CONFLICT_MESSAGE
-from .storage.sqlite_store import TokenRecord
+from .storage.records import TokenRecord
 
 MAX_ACTIONS = 100
 MAX_TRANSACTION_BYTES = 4 * 1024 * 1024

@@ -22,7 +22,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
-from .storage.sqlite_store import ItemWrite
+from .storage.records import ItemWrite
 
 if TYPE_CHECKING:
     from .schema import TableDefinition

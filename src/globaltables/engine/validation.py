@@ -105,14 +105,29 @@ def _wire_name(name: str, f: Field) -> str:
 
 
 def _check_members(data: dict, spec: dict[str, Field], prefix: str, errors: list[str]) -> None:
-    # Most members of a spec are absent from a given request: settle those without building their path.
-    for name, f in spec.items():
-        value = data.get(name)
-        if value is None:
-            if f.required:
-                _check_value(None, f, prefix + _wire_name(name, f), errors)
-            continue
-        _check_value(value, f, prefix + _wire_name(name, f), errors)
+    # A request names a few of its spec's members: check those and the required ones, in the spec's order (the
+    # order DynamoDB lists violations in), without visiting every member the request leaves out.
+    shape = _SHAPES.get(id(spec))
+    if shape is None or shape[0] is not spec:
+        shape = _SHAPES[id(spec)] = (
+            spec,
+            {name: index for index, name in enumerate(spec)},
+            tuple(name for name, f in spec.items() if f.required),
+        )
+    _spec, index_of, required = shape
+    names = [name for name in data if name in index_of]
+    for name in required:
+        if name not in data:
+            names.append(name)
+    if len(names) > 1:
+        names.sort(key=index_of.__getitem__)
+    for name in names:
+        f = spec[name]
+        _check_value(data.get(name), f, prefix + _wire_name(name, f), errors)
+
+
+# id(spec) -> (spec, {member name: position}, required member names); holding `spec` keeps its id from being reused.
+_SHAPES: dict[int, tuple[dict, dict[str, int], tuple[str, ...]]] = {}
 
 
 def _unconstrained(f: Field) -> bool:

@@ -90,17 +90,6 @@ def make_clocks(settings: ReplicationSettings) -> tuple[SkewedClock, HybridLogic
     return clock, hlc
 
 
-def largest_stored_version(engine: Engine) -> Version | None:
-    """The greatest version held in items and tombstones: after a restart the HLC must start above it."""
-    db = engine.store.db
-    found = None
-    for table in ("items", "tombstones"):
-        row = db.execute(f"SELECT max(version) FROM {table}").fetchone()  # fixed table names, no input
-        if row and row[0] is not None and (found is None or row[0] > found):
-            found = row[0]
-    return Version.parse(found) if found is not None else None
-
-
 class ReplicationHost(RegionHost):
     def __init__(
         self, engine: Engine, settings: ReplicationSettings, clock: SkewedClock, hlc: HybridLogicalClock
@@ -142,9 +131,9 @@ class ReplicationHost(RegionHost):
     def prepare(self) -> None:
         """Before serving: the HLC above every stored version, the declared tables present and global, and the
         commit hook installed."""
-        floor = largest_stored_version(self.engine)
+        floor = self.engine.store.highest_version()
         if floor is not None:
-            self.hlc.observe_floor(floor.stamp)
+            self.hlc.observe_floor(Version.parse(floor).stamp)
         replicas = sorted(set(self.settings.replicas) | {self.region})
         lanes = self.settings.config.lanes
         for request in self.settings.tables:

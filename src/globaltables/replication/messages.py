@@ -18,7 +18,7 @@ anything malformed with `MessageError`, so a peer's garbage can never reach the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -30,9 +30,9 @@ class MessageError(ValueError):
     """A replication message that does not decode (wrong shape or types)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One replicated item version, as shipped. Field-compatible with the engine port's `ReplicatedRecord`."""
+class Record(NamedTuple):
+    """One replicated item version, as shipped. Field-compatible with the engine port's `ReplicatedRecord`.
+    (A NamedTuple: immutable like a frozen dataclass, and several times cheaper to build, once per record.)"""
 
     pos: int  # sequence number in the origin's table log
     key: dict[str, Any]  # the item's key attributes (normalised wire form)

@@ -2,7 +2,7 @@
 
 Theory of operation: one `Scheduler`, one `SimNetwork` (the topology's link latencies and jitter as baseline link
 settings, FIFO per (src, dest, channel)) and, per region, a `SimClock` (the topology's clock offset), a hybrid
-logical clock, an `Engine` over an in-memory SqliteStore and a `RegionNode` driven by a `NodeDriver`. The driver is
+logical clock, an `Engine` over a `MemoryStore` (engine/storage/memory_store.py) and a `RegionNode` driven by a `NodeDriver`. The driver is
 the whole host: deliveries go to `node.on_message`, a timer at `node.next_deadline()` calls `node.poll`, and every
 envelope either returns goes to the network. Tests issue client operations at virtual times through `put` /
 `update` / `delete` / `get` (recorded in a chaos `History` with the version the engine reports), or through
@@ -11,8 +11,8 @@ for the checkers.
 
 Determinism: randomness only from `Rng(seed)` forks; regions, peers and tables in sorted order; no set or dict
 iteration whose order could depend on hashing. The same seed gives a byte-identical `trace()` in any process.
-`crash(region)` throws away the region's engine object and replication state but keeps its store (the in-memory
-SQLite database plays the disk), as a process killed and restarted would.
+`crash(region)` throws away the region's engine object and replication state but keeps its store (the `MemoryStore`
+plays the disk: `snapshot` keeps exactly its committed data), as a process killed and restarted would.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from ..chaos.history import History, key_id
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError
-from ..engine.storage.sqlite_store import SqliteStore
+from ..engine.storage.memory_store import MemoryStore
 from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock
 from ..replication.node import RegionNode
@@ -103,11 +103,11 @@ class NodeDriver:
 class SimRegion:
     """One region of the cluster: its clock, HLC, engine and replication node."""
 
-    def __init__(self, cluster: SimCluster, name: str, offset_s: float, store: SqliteStore | None = None) -> None:
+    def __init__(self, cluster: SimCluster, name: str, offset_s: float, store: MemoryStore | None = None) -> None:
         self.name = name
         self.cluster = cluster
         self.clock = SimClock(cluster.scheduler, offset_s=offset_s)
-        self.store = store if store is not None else SqliteStore(None)
+        self.store = store if store is not None else MemoryStore()
         self.start()
 
     def start(self) -> None:
@@ -125,9 +125,9 @@ class SimRegion:
         self.store = reopen(self.store)
 
 
-def reopen(store: SqliteStore) -> SqliteStore:
+def reopen(store: Any) -> Any:
     """What a restarted process finds on disk: a fresh store holding exactly the committed data of `store` (an
-    in-memory database cannot be opened twice; the engine's hooks and caches stay with the old object)."""
+    in-memory store cannot be opened twice; the engine's hooks and caches stay with the old object)."""
     fresh = store.snapshot()
     store.close()
     return fresh

@@ -19,7 +19,7 @@ from __future__ import annotations
 from .. import capacity
 from ..errors import ValidationException
 from ..schema import KEY_MISMATCH, validate_item_size
-from ..storage.sqlite_store import ItemWrite
+from ..storage.records import ItemWrite
 from ..validation import Field, List, Map, Struct
 from ..values import item_size, normalize_item, normalize_value
 from .batch_requests import check_request_items

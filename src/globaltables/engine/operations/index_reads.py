@@ -31,8 +31,7 @@ from ..schema import (
     TableDefinition,
     check_key_not_empty,
 )
-from ..storage.index_store import IndexRow
-from ..storage.sqlite_store import partition_hash
+from ..storage.records import IndexRow, partition_hash
 from ..values import encode_key_value, item_size, normalize_value
 from .paging import check_query_start
 

@@ -15,7 +15,7 @@ from typing import Any
 from .. import capacity
 from ..errors import ValidationException
 from ..expressions import evaluate_condition, legacy, parse_condition, parse_projection, project
-from ..storage.sqlite_store import StoredItem
+from ..storage.records import StoredItem
 from ..validation import Bool, Field, Int, Map, Str, TableNameField
 from .read_modify_write import RETURN_CONSUMED_CAPACITY
 

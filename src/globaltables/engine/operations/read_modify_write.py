@@ -19,7 +19,7 @@ from ..expressions import ExpressionContext, check_expression_parameters, evalua
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
 from ..expressions.legacy import check_fields, expected_condition
 from ..schema import TableDefinition, validate_item_size
-from ..storage.sqlite_store import ItemWrite
+from ..storage.records import ItemWrite
 from ..validation import Field, Map, Str, TableNameField, check_request
 from ..values import item_size
 

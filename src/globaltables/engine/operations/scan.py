@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import ValidationException
 from ..expressions import legacy
-from ..storage.sqlite_store import HASH_SPACE, partition_hash
+from ..storage.records import HASH_SPACE, partition_hash
 from ..validation import Int, check_request
 from .index_reads import index_for_read
 from .paging import READ_FIELDS, read_page, read_plan

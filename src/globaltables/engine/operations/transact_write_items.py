@@ -25,7 +25,7 @@ from ..errors import (
     ValidationException,
 )
 from ..schema import validate_item_size
-from ..storage.sqlite_store import ItemWrite
+from ..storage.records import ItemWrite
 from ..strong import refuse_if_strong
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
 from ..values import item_size

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import orjson
 
+from .records import NO_END, LogRecord, StreamRow
 from .sqlite_store import SqliteStore
 
 SCHEMA = """
@@ -58,40 +58,10 @@ CREATE TABLE IF NOT EXISTS streams (
 );
 """
 
-NO_END = 1 << 62  # above every sequence number
 INSERT_RECORD = (
     "INSERT INTO change_log (tid, seq, created, old, new, service, origin, version, lane)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """One change as stored: images are None when absent (no old image for an insert, no new one for a delete)."""
-
-    seq: int
-    created: float
-    old: dict | None
-    new: dict | None
-    service: bool
-
-
-@dataclass(slots=True)
-class StreamRow:
-    arn: str
-    tid: int
-    table_name: str
-    label: str
-    view_type: str
-    key_schema: list[dict]
-    created: float
-    start_seq: int
-    end_seq: int | None
-    disabled: float | None
-
-    @property
-    def enabled(self) -> bool:
-        return self.end_seq is None
 
 
 _STREAM_COLUMNS = "arn, tid, table_name, label, view_type, key_schema, created, start_seq, end_seq, disabled"
@@ -151,7 +121,7 @@ class ChangeLogStore:
                 break
             # Records are appended in clock order, so the expired ones are a prefix of the table's log.
             rows = self.db.execute(
-                "SELECT seq, created FROM change_log WHERE tid = ? ORDER BY seq LIMIT ?", (tid, limit - removed + 1)
+                "SELECT seq, created FROM change_log WHERE tid = ? ORDER BY seq LIMIT ?", (tid, limit - removed)
             ).fetchall()
             cut = 0
             for seq, created in rows:
@@ -183,6 +153,22 @@ class ChangeLogStore:
             " WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ? ORDER BY seq LIMIT ?",
             (tid, lane, after, limit),
         ).fetchall()
+
+    def append(self, tx: sqlite3.Connection, rows: list[tuple]) -> None:
+        """Insert records on the commit hook's open transaction; a row is (tid, seq, created, old blob, new blob,
+        service, origin, version, lane)."""
+        if len(rows) == 1:
+            tx.execute(INSERT_RECORD, rows[0])
+        else:
+            tx.executemany(INSERT_RECORD, rows)  # a replicated batch: one call, not one per record
+
+    def local_lane_count(self, tid: int, lane: int, after: int) -> int:
+        """How many of this region's own records in a lane lie after `after`."""
+        (count,) = self.db.execute(
+            "SELECT count(*) FROM change_log WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ?",
+            (tid, lane, after),
+        ).fetchone()
+        return count
 
     def local_lane_end(self, tid: int, lane: int) -> int:
         (end,) = self.db.execute(

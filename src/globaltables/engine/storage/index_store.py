@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import orjson
 
-from .sqlite_store import HASH_SPACE, SqliteStore, add_sort_key_bounds
+from .records import HASH_SPACE, IndexRow
+from .sqlite_store import SqliteStore, add_sort_key_bounds
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_ids (
@@ -45,19 +45,6 @@ CREATE TABLE IF NOT EXISTS index_items (
     PRIMARY KEY (iid, h, pk, sk, bpk, bsk)
 ) WITHOUT ROWID;
 """
-
-
-@dataclass(frozen=True, slots=True)
-class IndexRow:
-    """One index entry as read back: its full key, the projected item and the projected item's size."""
-
-    h: int
-    pk: bytes
-    sk: bytes
-    bpk: bytes
-    bsk: bytes
-    item: dict
-    size: int
 
 
 class IndexStore:

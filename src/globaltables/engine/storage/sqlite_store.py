@@ -16,15 +16,13 @@ Rules
 from __future__ import annotations
 
 import functools
-import hashlib
 import sqlite3
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 
-HASH_SPACE = 1 << 32
+from .records import HASH_SPACE, CommitHook, ItemWrite, StoredItem, TokenRecord, partition_hash
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (
@@ -99,12 +97,6 @@ def add_sort_key_bounds(
         args.append(upper[0])
 
 
-@functools.lru_cache(maxsize=1 << 14)  # a write hashes its key twice (read, then write); blake2b costs more than a hit
-def partition_hash(pk: bytes) -> int:
-    """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
-    return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
-
-
 _KEYS_PER_QUERY = 256  # keys per batched read: 770 parameters, well under SQLite's limit
 _RECORDS_BY_KEYS = (
     "SELECT k.column2, k.column3, i.item, i.version, t.version FROM (VALUES {values}) AS k"
@@ -118,57 +110,9 @@ def _records_by_keys(size: int) -> str:
     return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
 
 
-UNKNOWN = object()  # ItemWrite.old_version when the writer did not read it; Engine.commit looks it up
-
-
-@dataclass(slots=True)
-class ItemWrite:
-    """One item change inside a `write` batch: `item` None deletes the key; `old` is the item it replaces.
-
-    The version fields matter for global tables only (docs/replication.md): `version` is the new version ("<hlc>/
-    <region>"), stamped by `Engine.commit` for local writes and carried by replicated ones; `origin` is the region
-    the write came from (None: this one); `old_version` is the version it replaces, item or tombstone, when the
-    writer read it; `tombstone` makes a delete leave a tombstone; `had_tombstone` says a tombstone must go.
-    """
-
-    table: str
-    pk: bytes
-    sk: bytes
-    item: dict | None
-    size: int = 0
-    old: dict | None = None
-    service: bool = False  # made by DynamoDB itself (a TTL deletion): streams show it with a service identity
-    version: str | None = None
-    origin: str | None = None
-    old_version: object = UNKNOWN
-    tombstone: bool = False
-    had_tombstone: bool = False
-    deleted_at: float = 0.0  # wall time of a tombstoning delete (tombstones are purged after a retention)
-    reassert: bool = False  # an unchanged item written again to outrank a version elsewhere: stamped and logged
-
-
-@dataclass(frozen=True, slots=True)
-class TokenRecord:
-    """A client request token to record with a batch; records that expired by `now` are purged on the way."""
-
-    token: str
-    fingerprint: bytes
-    now: float
-    expires: float
-
-
-# A commit hook runs inside the write transaction, after the item rows are written, with the open connection and
-# the batch; index maintenance and the change log are hooks, so they commit (or roll back) with the items.
-CommitHook = Callable[[sqlite3.Connection, list[ItemWrite]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class StoredItem:
-    h: int
-    pk: bytes
-    sk: bytes
-    item: dict
-    size: int
+def _blob(write: ItemWrite) -> bytes:
+    write.blob = blob = orjson.dumps(write.item)
+    return blob
 
 
 class SqliteStore:
@@ -187,6 +131,16 @@ class SqliteStore:
         self.commit_hooks: list[CommitHook] = []
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
             self._tids[name] = tid
+
+    def change_log_store(self):
+        from .change_log_store import ChangeLogStore
+
+        return ChangeLogStore(self)
+
+    def index_store(self):
+        from .index_store import IndexStore
+
+        return IndexStore(self)
 
     def snapshot(self) -> SqliteStore:
         """A new in-memory store holding exactly this store's committed data: what a restarted process finds on
@@ -246,7 +200,10 @@ class SqliteStore:
         tid = self._tids.pop(name)
         self.db.execute("BEGIN")
         try:
-            self.db.execute("DELETE FROM items WHERE tid = ?", (tid,))
+            # Tombstones and replication positions go with the items: table ids are never reused, so nothing else
+            # could ever read them.
+            for table in ("items", "tombstones", "replication_positions"):  # fixed names, no input
+                self.db.execute(f"DELETE FROM {table} WHERE tid = ?", (tid,))
             self.db.execute("DELETE FROM tables WHERE name = ?", (name,))
             self.db.execute("COMMIT")
         except BaseException:
@@ -321,6 +278,25 @@ class SqliteStore:
             (kind, region, self._tids[table], lane, pos),
         )
 
+    def delete_positions(self, table: str, region: str) -> None:
+        """Forget every position kept about `region` in a table (it left the table's replicas)."""
+        self.db.execute(
+            "DELETE FROM replication_positions WHERE region = ? AND tid = ?", (region, self._tids[table])
+        )
+
+    def table_records(self, table: str) -> Iterator[tuple[bytes, bytes, dict, str | None]]:
+        """Every item of a table as (pk, sk, item, version), in no particular order (a new replica's snapshot)."""
+        for pk, sk, blob, version in self.db.execute(
+            "SELECT pk, sk, item, version FROM items WHERE tid = ?", (self._tids[table],)
+        ):
+            yield pk, sk, orjson.loads(blob), version
+
+    def table_tombstones(self, table: str) -> Iterator[tuple[bytes, bytes, str, float]]:
+        """Every tombstone of a table as (pk, sk, version, deleted_at)."""
+        yield from self.db.execute(
+            "SELECT pk, sk, version, deleted_at FROM tombstones WHERE tid = ?", (self._tids[table],)
+        )
+
     def write(
         self,
         writes: list[ItemWrite],
@@ -349,7 +325,7 @@ class SqliteStore:
                 else:
                     db.execute(
                         "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (tid, h, w.pk, w.sk, orjson.dumps(w.item), w.size, w.version),
+                        (tid, h, w.pk, w.sk, _blob(w), w.size, w.version),
                     )
                     if w.had_tombstone:
                         db.execute(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..storage.change_log_store import LogRecord, StreamRow
+from ..storage.records import LogRecord, StreamRow
 from ..values import item_size
 from .shards import format_seq
 

@@ -13,7 +13,7 @@ import hashlib
 import re
 
 from ..errors import ValidationException
-from ..storage.change_log_store import StreamRow
+from ..storage.records import StreamRow
 
 SEQUENCE_BASE = 10**20
 STREAM_ARN = re.compile(r"arn:aws:dynamodb:[a-z0-9-]+:\d{12}:table/[a-zA-Z0-9_.-]{3,255}/stream/[0-9T:.-]+")

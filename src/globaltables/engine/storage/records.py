@@ -1,0 +1,125 @@
+"""The records every store speaks in, whatever keeps them (storage/sqlite_store.py on disk or in SQLite's memory,
+storage/memory_store.py in plain Python structures): item writes, stored items, change-log records, streams and
+index entries, and the partition hash that orders a table the way DynamoDB's hash partitioning does.
+
+A store is the contract the engine writes against: `ItemStore` for items, tombstones, positions and tokens,
+`ChangeLogStore` for the change log and the stream registry, `IndexStore` for index entries. Both implementations
+are held to it by the same tests (tests/engine/test_store_contract.py, and the engine tests run on each).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+HASH_SPACE = 1 << 32
+
+
+@functools.lru_cache(maxsize=1 << 14)  # a write hashes its key twice (read, then write); blake2b costs more than a hit
+def partition_hash(pk: bytes) -> int:
+    """A stable 32-bit hash of an encoded partition key (not Python's `hash`, which is salted per process)."""
+    return int.from_bytes(hashlib.blake2b(pk, digest_size=4).digest(), "big")
+
+
+UNKNOWN = object()  # ItemWrite.old_version when the writer did not read it; Engine.commit looks it up
+
+
+@dataclass(slots=True)
+class ItemWrite:
+    """One item change inside a `write` batch: `item` None deletes the key; `old` is the item it replaces.
+
+    The version fields matter for global tables only (docs/replication.md): `version` is the new version ("<hlc>/
+    <region>"), stamped by `Engine.commit` for local writes and carried by replicated ones; `origin` is the region
+    the write came from (None: this one); `old_version` is the version it replaces, item or tombstone, when the
+    writer read it; `tombstone` makes a delete leave a tombstone; `had_tombstone` says a tombstone must go.
+    """
+
+    table: str
+    pk: bytes
+    sk: bytes
+    item: dict | None
+    size: int = 0
+    old: dict | None = None
+    service: bool = False  # made by DynamoDB itself (a TTL deletion): streams show it with a service identity
+    version: str | None = None
+    origin: str | None = None
+    old_version: object = UNKNOWN
+    tombstone: bool = False
+    had_tombstone: bool = False
+    deleted_at: float = 0.0  # wall time of a tombstoning delete (tombstones are purged after a retention)
+    reassert: bool = False  # an unchanged item written again to outrank a version elsewhere: stamped and logged
+    blob: bytes | None = None  # `item` serialised, set by the store's `write` so the commit hooks need not redo it
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """A client request token to record with a batch; records that expired by `now` are purged on the way."""
+
+    token: str
+    fingerprint: bytes
+    now: float
+    expires: float
+
+
+# A commit hook runs inside the write transaction, after the item rows are written, with the store's open
+# transaction handle and the batch; index maintenance and the change log are hooks, so they commit (or roll back)
+# with the items. The handle is opaque to the hook: it passes it to its own part of the same store
+# (`ChangeLogStore.append`, `IndexStore.put` / `delete`).
+CommitHook = Callable[[Any, list["ItemWrite"]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredItem:
+    h: int
+    pk: bytes
+    sk: bytes
+    item: dict
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One change as stored: images are None when absent (no old image for an insert, no new one for a delete)."""
+
+    seq: int
+    created: float
+    old: dict | None
+    new: dict | None
+    service: bool
+
+
+@dataclass(slots=True)
+class StreamRow:
+    arn: str
+    tid: int
+    table_name: str
+    label: str
+    view_type: str
+    key_schema: list[dict]
+    created: float
+    start_seq: int
+    end_seq: int | None
+    disabled: float | None
+
+    @property
+    def enabled(self) -> bool:
+        return self.end_seq is None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """One index entry as read back: its full key, the projected item and the projected item's size."""
+
+    h: int
+    pk: bytes
+    sk: bytes
+    bpk: bytes
+    bsk: bytes
+    item: dict
+    size: int
+
+
+NO_END = 1 << 62  # above every change-log sequence number

@@ -1,0 +1,198 @@
+"""Both stores keep one contract (engine/storage/records.py): the same seeded sequence of writes, reads, change-log
+and index operations gives identical answers from the SQLite store and the in-memory store, and a write whose
+commit hook raises leaves either store exactly as it was."""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+
+from globaltables.engine.storage.memory_store import MemoryStore
+from globaltables.engine.storage.records import HASH_SPACE, ItemWrite, TokenRecord, partition_hash
+from globaltables.engine.storage.sqlite_store import SqliteStore
+
+TABLES = ("alpha", "beta")
+PKS = [b"", b"\x00", b"a", b"a\x00", b"ab", b"b", b"\xff", b"\xff\x00"]
+SKS = [b"", b"\x00", b"k", b"k\x00", b"k1", b"l", b"\xfe", b"\xff"]
+
+
+def fresh(kind: str):
+    store = SqliteStore(None) if kind == "sqlite" else MemoryStore()
+    for name in TABLES:
+        store.save_table(name, {"TableName": name})
+    return store
+
+
+def random_bound(rng: random.Random) -> tuple[bytes, bool] | None:
+    return None if rng.random() < 0.3 else (rng.choice(SKS), rng.random() < 0.5)
+
+
+class Pair:
+    """The two stores side by side, with their change-log and index parts; `same` asserts equal answers."""
+
+    def __init__(self) -> None:
+        self.stores = [fresh("sqlite"), fresh("memory")]
+        self.logs = [store.change_log_store() for store in self.stores]
+        self.indexes = [store.index_store() for store in self.stores]
+        self.iids = [index.create_id("uuid-1", "byValue") for index in self.indexes]
+        assert self.iids[0] == self.iids[1]
+        self.seq = 0
+        for store, log, index in zip(self.stores, self.logs, self.indexes, strict=True):
+            store.commit_hooks.append(self._hook(log, index))
+
+    def _hook(self, log, index):
+        def hook(tx, writes):
+            rows = []
+            for w in writes:
+                tid = 1 if w.table == "alpha" else 2
+                seq = self.seq + 1 + len(rows)
+                lane = partition_hash(w.pk) % 3
+                new = None if w.item is None else orjson.dumps(w.item)
+                rows.append((tid, seq, float(seq), None, new, 0, w.origin, w.version, lane))
+                key = (partition_hash(w.sk), w.sk, w.pk, w.pk, w.sk)
+                if w.item is None:
+                    index.delete(tx, self.iids[0], key)
+                else:
+                    index.put(tx, self.iids[0], key, w.item, w.size)
+            log.append(tx, rows)
+            if any(w.item is not None and "boom" in w.item for w in writes):
+                raise RuntimeError("a hook refused the batch")
+
+        return hook
+
+    def same(self, call) -> object:
+        answers = [call(store, log, index) for store, log, index in zip(self.stores, self.logs, self.indexes, strict=True)]
+        assert answers[0] == answers[1]
+        return answers[0]
+
+
+def materialise(rows) -> list:
+    return [tuple(getattr(row, name) for name in row.__slots__) for row in rows]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_both_stores_answer_alike(seed: int) -> None:
+    rng = random.Random(seed)
+    pair = Pair()
+    for step in range(400):
+        action = rng.random()
+        if action < 0.45:
+            writes_spec = []
+            for _ in range(rng.randint(1, 4)):
+                table, pk, sk = rng.choice(TABLES), rng.choice(PKS), rng.choice(SKS)
+                delete = rng.random() < 0.25
+                item = None if delete else {"v": {"N": str(rng.randint(0, 9))}, "s": {"S": "x" * rng.randint(0, 40)}}
+                writes_spec.append((table, pk, sk, item, rng.random() < 0.5, f"v{step:05d}"))
+            positions = [("applied", "eu-west-1", "alpha", rng.randint(0, 3), step)] if rng.random() < 0.3 else None
+            token = TokenRecord(f"t{step % 7}", b"fp", float(step), float(step + 50)) if rng.random() < 0.2 else None
+
+            def write(store, _log, _index):
+                batch = [
+                    ItemWrite(t, pk, sk, it, 0 if it is None else 10 + len(it["s"]["S"]), version=ver,
+                              tombstone=it is None and tomb, had_tombstone=it is not None, deleted_at=1.0)
+                    for t, pk, sk, it, tomb, ver in writes_spec
+                ]  # fmt: skip
+                store.write(batch, token, positions)
+
+            pair.same(write)
+            pair.seq += len(writes_spec)
+        elif action < 0.55:
+            # A batch whose hook raises changes nothing in either store.
+            before = pair.same(lambda s, lg, ix: (materialise(s.scan("alpha")), s.table_stats("alpha")))
+
+            def failing(store, _log, _index):
+                with pytest.raises(RuntimeError):
+                    store.write(
+                        [
+                            ItemWrite("alpha", rng_pk, b"k", None, 0, tombstone=True, version="z", deleted_at=2.0),
+                            ItemWrite("alpha", b"new", b"", {"boom": {"S": "x"}}, 12, version="z"),
+                        ],
+                        TokenRecord("failed", b"fp", 0.0, 99.0),
+                        [("acked", "x", "alpha", 0, 999)],
+                    )
+
+            rng_pk = rng.choice(PKS)
+            pair.same(failing)
+            after = pair.same(lambda s, lg, ix: (materialise(s.scan("alpha")), s.table_stats("alpha")))
+            assert after == before
+            pair.same(lambda s, lg, ix: (s.transaction_token("failed", 0.0), s.position("acked", "x", "alpha", 0)))
+        else:
+            table, pk = rng.choice(TABLES), rng.choice(PKS)
+            lower, upper = random_bound(rng), random_bound(rng)
+            forward = rng.random() < 0.5
+            after = rng.choice(SKS) if rng.random() < 0.3 else None
+            pair.same(lambda s, lg, ix: materialise(s.query(table, pk, lower, upper, forward, after)))
+            lo = rng.randrange(HASH_SPACE)
+            hi = rng.choice([HASH_SPACE, lo + rng.randrange(HASH_SPACE - lo + 1)])
+            resume = None
+            rows = pair.same(lambda s, lg, ix: materialise(s.scan(table)))
+            if rows and rng.random() < 0.5:
+                resume = rows[rng.randrange(len(rows))][:3]
+            pair.same(lambda s, lg, ix: materialise(s.scan(table, (lo, hi), resume)))
+            keys = [(rng.choice(PKS), rng.choice(SKS)) for _ in range(5)]
+            pair.same(lambda s, lg, ix: s.get_records(table, keys))
+            pair.same(lambda s, lg, ix: [s.get_record(table, *key) for key in keys])
+            pair.same(lambda s, lg, ix: (s.table_stats(table), s.partition_bytes(table, pk)))
+            pair.same(lambda s, lg, ix: sorted(s.table_tombstones(table)))
+            pair.same(lambda s, lg, ix: sorted(s.table_records(table), key=lambda r: r[:2]))
+            pair.same(lambda s, lg, ix: (s.highest_version(), s.transaction_token(f"t{step % 7}", float(step))))
+            iid = pair.iids[0]
+            ipk = rng.choice(SKS)
+            istart = (rng.choice(PKS), rng.choice(PKS), rng.choice(SKS)) if rng.random() < 0.3 else None
+            pair.same(
+                lambda s, lg, ix: materialise(
+                    ix.query(iid, partition_hash(ipk), ipk, lower, upper, forward, istart)
+                )
+            )
+            pair.same(lambda s, lg, ix: (materialise(ix.scan(iid, (lo, hi))), ix.stats(iid)))
+            pair.same(lambda s, lg, ix: ix.partition_stats(iid, partition_hash(ipk), ipk))
+            tid, lane, start = rng.choice((1, 2)), rng.randrange(3), rng.randrange(pair.seq + 2)
+            pair.same(
+                lambda s, lg, ix: (
+                    lg.last_seq(tid), lg.trimmed(tid), materialise(lg.read(tid, start, None, 7)),
+                    lg.local_lane_records(tid, lane, start, 5), lg.local_lane_count(tid, lane, start),
+                    lg.local_lane_end(tid, lane),
+                )
+            )  # fmt: skip
+    # Retention: a bounded trim with a ceiling, then everything before a time.
+    from globaltables.engine.storage.records import StreamRow
+
+    for tid in (1, 2):
+        stream = StreamRow(f"arn-{tid}", tid, TABLES[tid - 1], "label", "NEW_IMAGE", [], 0.0, 1, None, None)
+        pair.same(lambda s, lg, ix: lg.add_stream(stream))
+    pair.same(lambda s, lg, ix: lg.trim(pair.seq / 2, 25, {2: pair.seq // 3}))
+    pair.same(lambda s, lg, ix: lg.trim(float(pair.seq + 1), 10_000))
+    pair.same(
+        lambda s, lg, ix: [
+            (lg.trimmed(t), lg.last_seq(t), lg.local_lane_count(t, lane, 0), materialise(lg.read(t, 0, None, 100)))
+            for t in (1, 2)
+            for lane in range(3)
+        ]
+    )
+    pair.same(lambda s, lg, ix: [(row.arn, row.end_seq) for row in lg.streams()])
+    # Which tombstones a bounded purge takes is the store's choice; how many, and that all old ones go, is not.
+    pair.same(lambda s, lg, ix: s.purge_tombstones(5.0, 3))
+    pair.same(lambda s, lg, ix: s.purge_tombstones(5.0, 10_000))
+    assert pair.same(lambda s, lg, ix: list(s.table_tombstones("alpha")) + list(s.table_tombstones("beta"))) == []
+
+
+def test_a_snapshot_is_a_copy_of_committed_state() -> None:
+    store = fresh("memory")
+    store.write([ItemWrite("alpha", b"a", b"", {"v": {"S": "1"}}, 5, version="v1")])
+    copy = store.snapshot()
+    store.write([ItemWrite("alpha", b"a", b"", {"v": {"S": "2"}}, 5, version="v2")])
+    assert copy.get("alpha", b"a", b"") == {"v": {"S": "1"}}
+    assert copy.commit_hooks == [] and copy.table_id("alpha") == store.table_id("alpha")
+
+
+def test_dropping_a_table_drops_its_tombstones_and_positions() -> None:
+    for kind in ("sqlite", "memory"):
+        store = fresh(kind)
+        store.write([ItemWrite("alpha", b"a", b"", None, 0, tombstone=True, version="v1", deleted_at=1.0)],
+                    positions=[("applied", "x", "alpha", 0, 7)])  # fmt: skip
+        store.drop_table("alpha")
+        store.save_table("alpha", {"TableName": "alpha"})  # a new table of the same name gets a new id
+        assert list(store.table_tombstones("alpha")) == [] and store.position("applied", "x", "alpha", 0) == 0
+        assert store.highest_version() is None, kind
