@@ -95,7 +95,7 @@ def test_a_replica_dropping_one_replicated_write_fails_convergence_naming_the_ke
             for r in records:
                 if not DroppingPort.dropped:  # the only replicated write in this run: k3's
                     DroppingPort.dropped.append(r)
-                    r = ReplicatedRecord(r.pos, r.key, f"A0.A0/{origin}", None, r.commit_ms)
+                    r = ReplicatedRecord(r.pos, r.key or {"pk": r.image["pk"]}, f"A0.A0/{origin}", None, r.commit_ms)
                 changed.append(r)
             return self._port.apply_replicated(origin, table, lane, changed)
 

@@ -9,6 +9,7 @@ import pytest
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.replication.hlc import HybridLogicalClock, Version
+from globaltables.replication.messages import Ship, decode, encode
 from globaltables.replication.versions import HlcVersionSource
 from globaltables.runtime.clock import ManualClock
 
@@ -47,13 +48,19 @@ def get(engine, k):
 
 
 def ship(source, dest):
-    """Every pending record of every lane from source to dest; the applied positions after."""
+    """Every pending record of every lane from source to dest, through the replication codec as a link ships them;
+    the applied positions after."""
     positions = {}
     for lane in range(source.replica.lanes(TABLE)):
         after = dest.replica.applied_position(source.region, TABLE, lane)
-        records = source.replica.local_records(TABLE, lane, after, 10_000)
+        records = wire(source.replica.local_records(TABLE, lane, after, 10_000), lane, after)
         positions[lane], _won = dest.replica.apply_replicated(source.region, TABLE, lane, records)
     return positions
+
+
+def wire(records, lane, after):
+    """Records as a peer receives them: encoded as a link ships them, then decoded."""
+    return list(decode(encode(Ship(TABLE, lane, 0, after, tuple(records)))).records) if records else []
 
 
 @pytest.fixture
@@ -68,6 +75,8 @@ def test_a_write_replicates_with_its_version(regions):
     assert version is not None and Version.parse(version).region == "us-east-1"
     ship(a, b)
     assert get(b, "o-1") == {**key("o-1"), "v": {"S": "first"}}
+    # The origin's item size travels with the record: both regions count the same bytes.
+    assert b.store.table_stats(TABLE) == a.store.table_stats(TABLE) == (1, 11)
     assert b.response_version == version
     described = b.handle("DescribeTable", {"TableName": TABLE})["Table"]
     assert described["GlobalTableVersion"] == "2019.11.21"
@@ -122,7 +131,7 @@ def test_applying_twice_changes_nothing(regions):
     stream_arn = b.handle("DescribeTable", {"TableName": TABLE})["Table"]["LatestStreamArn"]
     records_before = stream_records(b, stream_arn)
     for lane in range(a.replica.lanes(TABLE)):
-        records = a.replica.local_records(TABLE, lane, 0, 10_000)
+        records = wire(a.replica.local_records(TABLE, lane, 0, 10_000), lane, 0)
         applied, won = b.replica.apply_replicated(a.region, TABLE, lane, records)
         assert applied == first[lane] and won == []
     assert stream_records(b, stream_arn) == records_before

@@ -50,7 +50,7 @@ class Pair:
                 seq = self.seq + 1 + len(rows)
                 lane = partition_hash(w.pk) % 3
                 new = None if w.item is None else orjson.dumps(w.item)
-                rows.append((tid, seq, float(seq), None, new, 0, w.origin, w.version, lane))
+                rows.append((tid, seq, float(seq), None, new, 0, w.origin, w.version, lane, None if new is None else w.size))
                 key = (partition_hash(w.sk), w.sk, w.pk, w.pk, w.sk)
                 if w.item is None:
                     index.delete(tx, self.iids[0], key)

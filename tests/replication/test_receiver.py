@@ -72,3 +72,21 @@ def test_codec_round_trip_and_refuses_garbage():
                 b'["nope"]', b"not json", b'["ship","T",-1,0,0,null,[]]'):  # fmt: skip
         with pytest.raises(MessageError):
             decode(bad)
+
+
+def test_records_carry_the_origins_item_size_and_older_peers_may_leave_it_out():
+    import pytest
+
+    from globaltables.replication.messages import MessageError
+
+    sized = Record(5, {"pk": {"S": "a"}}, V1, {"pk": {"S": "a"}, "v": {"S": "x"}}, 0, False, 3)
+    assert decode(encode(Ship("T", 0, 0, 4, (sized,)))).records == (sized,)
+    # A six-element record (a peer of an earlier release) decodes with no size: the receiver counts it.
+    legacy = b'["ship","T",0,0,4,null,[[5,{"pk":{"S":"a"}},"' + V1.encode() + b'",{"pk":{"S":"a"}},0,false]]]'
+    assert decode(legacy).records[0].size is None
+    for size in (b"-1", b"true", b'"3"', b"1.5"):
+        bad = b'["ship","T",0,0,4,null,[[5,{"pk":{"S":"a"}},"v",{"pk":{"S":"a"}},0,false,' + size + b"]]]"
+        with pytest.raises(MessageError):
+            decode(bad)
+    with pytest.raises(MessageError):  # a delete has no image, so no size either
+        decode(b'["ship","T",0,0,4,null,[[5,{"pk":{"S":"a"}},"v",null,0,false,3]]]')

@@ -78,7 +78,8 @@ def test_a_replica_that_drops_one_replicated_write_fails_the_checkers_naming_the
         def apply_replicated(self, origin, table, lane, records):
             # Replaced by a delete with the smallest version: it loses to anything, and the position still moves.
             records = [
-                ReplicatedRecord(r.pos, r.key, f"A0.A0/{origin}", None, r.commit_ms) if r.version == winner.version
+                ReplicatedRecord(r.pos, r.key or {"pk": r.image["pk"]}, f"A0.A0/{origin}", None, r.commit_ms)
+                if r.version == winner.version
                 else r
                 for r in records
             ]  # fmt: skip

@@ -117,7 +117,7 @@ class ChangeLog:
             rows.append(
                 (tid, seq, now, None if old is None else dumps(old),
                  None if new is None else (write.blob or dumps(new)),
-                 1 if write.service else 0, write.origin, write.version, lane),
+                 1 if write.service else 0, write.origin, write.version, lane, None if new is None else write.size),
             )  # fmt: skip
             self._next[tid] = seq + 1
             if lane is not None and write.origin is None:

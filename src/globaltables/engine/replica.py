@@ -40,14 +40,19 @@ class VersionSource(Protocol):
 
 class ReplicatedRecord(NamedTuple):
     """One item change shipped from its origin region: the whole new item, or None for a delete. (A NamedTuple:
-    immutable, and built once per record shipped, several times cheaper than a frozen dataclass.)"""
+    immutable, and built once per record shipped, several times cheaper than a frozen dataclass.)
+
+    As `local_records` hands it to the codec, `image` is the change log's stored JSON (an `orjson.Fragment`, embedded
+    in the message as it is, never parsed and re-serialised) and `key` is None when the image carries the key; as
+    the codec decodes it for `apply_replicated`, `image` is a dict (`key` may still be None: read from the image)."""
 
     pos: int
-    key: dict
+    key: dict | None
     version: str
-    image: dict | None
+    image: dict | orjson.Fragment | None
     commit_ms: int
     service: bool = False  # a TTL deletion: applied only where the stored item has expired too
+    size: int | None = None  # the image's item size as the origin counted it (None: the receiver counts it)
 
 
 def items_unchanged(old: dict | None, new: dict | None) -> bool:
@@ -118,17 +123,21 @@ class ReplicaPort:
         return partition_hash(pk) % self.lanes(table)
 
     def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> list[ReplicatedRecord]:
-        """This region's own changes in a lane, after `after_pos`, in log order."""
+        """This region's own changes in a lane, after `after_pos`, in log order, ready for the codec: images as the
+        stored JSON, keys only for deletes (see `ReplicatedRecord`)."""
         definition = self.engine.tables[table]
         tid = self.engine.store.table_id(table)
         records = []
         key_of = definition.key.key_of
-        for seq, created, new, old, version, service in self.engine.change_log.store.local_lane_records(
+        fragment = orjson.Fragment
+        for seq, created, new, old, version, service, size in self.engine.change_log.store.local_lane_records(
             tid, lane, after_pos, limit
         ):
-            image = None if new is None else orjson.loads(new)
-            key = key_of(image if image is not None else orjson.loads(old))
-            records.append(ReplicatedRecord(seq, key, version, image, int(created * 1000), bool(service)))
+            if new is not None:
+                image, key = fragment(new), None
+            else:
+                image, key = None, key_of(orjson.loads(old))
+            records.append(ReplicatedRecord(seq, key, version, image, int(created * 1000), bool(service), size))
         return records
 
     def pending_count(self, table: str, lane: int, after_pos: int) -> int:
@@ -178,7 +187,8 @@ class ReplicaPort:
         won: list[str] = []
         if fresh:
             engine.versions.observe(max(record.version for record in fresh))
-            keys = [encode(record.key) for record in fresh]
+            key_of = definition.key.key_of
+            keys = [encode(record.key if record.key is not None else key_of(record.image)) for record in fresh]
             # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records.
             latest = store.get_records(table, list(dict.fromkeys(keys)))
             now = engine.clock.wall_time()
@@ -197,9 +207,10 @@ class ReplicaPort:
                     )
                     continue
                 image = record.image
+                size = 0 if image is None else record.size if record.size is not None else item_size(image)
                 writes.append(
                     ItemWrite(
-                        table, pk, sk, image, item_size(image) if image is not None else 0, item,
+                        table, pk, sk, image, size, item,
                         version=record.version, origin=origin, old_version=version, tombstone=image is None,
                         had_tombstone=tombstone, deleted_at=now,
                     )

@@ -165,6 +165,29 @@ def _check_value(value: Any, f: Field, path: str, errors: list[str]) -> None:
         expected = _TYPE_NAMES[f.type]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise SerializationException(f"Unexpected value type for '{path}': expected {f.type}")
+    if type(value) is str and f.enum is None and (f.pattern is not None or f.max_length is not None):
+        # A string that passed this field's constraints once passes them again (names of tables and indexes are
+        # checked on every request): remember a bounded number of them per field.
+        known = _KNOWN_VALID.get(id(f))
+        if known is not None and known[0] is f and value in known[1]:
+            return
+        reported = len(errors)
+        _check_constraints(value, f, path, errors)
+        if len(errors) == reported:
+            if known is None or known[0] is not f:
+                known = _KNOWN_VALID[id(f)] = (f, set())
+            if len(known[1]) < _KNOWN_VALID_LIMIT:
+                known[1].add(value)
+        return
+    _check_constraints(value, f, path, errors)
+
+
+# id(field) -> (field, strings known to satisfy its constraints); holding the field keeps its id from being reused.
+_KNOWN_VALID: dict[int, tuple[Field, set[str]]] = {}
+_KNOWN_VALID_LIMIT = 1024
+
+
+def _check_constraints(value: Any, f: Field, path: str, errors: list[str]) -> None:
     if f.enum is not None and value not in f.enum:
         shown = ", ".join(f.enum_order or f.enum)
         errors.append(_prefix(value, path) + f"Member must satisfy enum value set: [{shown}]")

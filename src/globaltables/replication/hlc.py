@@ -91,6 +91,8 @@ def decode_uint(text: str, start: int = 0) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------------------ stamps and versions
 
+_last_physical: tuple[int | None, str] = (None, "")  # the last physical part encoded, and its text
+
 
 class HlcTimestamp(NamedTuple):
     """A hybrid logical timestamp; ordered as the tuple (physical_ms, logical)."""
@@ -99,7 +101,11 @@ class HlcTimestamp(NamedTuple):
     logical: int
 
     def encode(self) -> str:
-        return encode_uint(self.physical_ms) + _SEPARATOR + encode_uint(self.logical)
+        global _last_physical
+        physical = self.physical_ms
+        if _last_physical[0] != physical:  # stamps come in runs of one millisecond: encode it once per run
+            _last_physical = (physical, encode_uint(physical) + _SEPARATOR)
+        return _last_physical[1] + encode_uint(self.logical)
 
     def to_bytes(self) -> bytes:
         return self.encode().encode("ascii")

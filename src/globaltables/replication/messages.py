@@ -9,7 +9,9 @@ Both carry `stamp`, the sender's HLC stamp when it sent the message (or None), s
 every protocol message, not only on the records.
 
 Codec: one compact orjson array per message, the first element its tag, fields in declaration order. Records are
-arrays `[pos, key, version, image, commit_ms]`: key and image in normalised wire form (`{"S": "x"}`), version the
+arrays `[pos, key, version, image, commit_ms, service, size]`: key and image in normalised wire form (`{"S": "x"}`),
+`size` the image's item size as the origin counted it (so receivers need not count it again), key null when the
+image carries it (the origin embeds its stored JSON image as it is, `orjson.Fragment`), version the
 order-preserving `"<hlc>/<region>"` string (replication/hlc.py), image null for a delete. Arrays rather than
 objects keep a batch of a thousand small items about half the size and twice as fast to decode. `decode` refuses
 anything malformed with `MessageError`, so a peer's garbage can never reach the engine.
@@ -35,11 +37,12 @@ class Record(NamedTuple):
     (A NamedTuple: immutable like a frozen dataclass, and several times cheaper to build, once per record.)"""
 
     pos: int  # sequence number in the origin's table log
-    key: dict[str, Any]  # the item's key attributes (normalised wire form)
+    key: dict[str, Any] | None  # the item's key attributes (normalised wire form); None: read them from the image
     version: str  # "<hlc>/<origin>"
     image: dict[str, Any] | None  # the whole new item; None for a delete
     commit_ms: int  # origin's wall clock at commit (lag metrics only)
     service: bool = False  # a deletion DynamoDB made itself (TTL): applies only where the item has expired too
+    size: int | None = None  # the image's item size as the origin counted it (None: the receiver counts it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,7 @@ def encode(message: Message) -> bytes:
                 message.epoch,
                 message.prev_pos,
                 message.stamp,
-                [[r.pos, r.key, r.version, r.image, r.commit_ms, r.service] for r in message.records],
+                [[r.pos, r.key, r.version, r.image, r.commit_ms, r.service, r.size] for r in message.records],
             ]
         )
     if type(message) is ShipAck:
@@ -104,6 +107,28 @@ def _str(value: Any, field: str, *, optional: bool = False) -> Any:
     return value
 
 
+def _record(raw: Any, last: int) -> Record:
+    """One record of a Ship, checked field by field (`last`: the position it must follow)."""
+    if not isinstance(raw, list) or len(raw) not in (6, 7):
+        raise MessageError("a record must be an array [pos, key, version, image, commit_ms, service, size]")
+    # A peer of an earlier release sends no size: the receiver counts it.
+    pos, key, version, image, commit_ms, service, size = raw if len(raw) == 7 else (*raw, None)
+    pos = _int(pos, "record pos")
+    if pos <= last:
+        raise MessageError(f"record positions must increase after prev_pos: {pos} after {last}")
+    if image is not None and not isinstance(image, dict):
+        raise MessageError("record image must be an object or null")
+    if (key is not None or image is None) and (not isinstance(key, dict) or not key):
+        raise MessageError("record key must be a non-empty object (or null when the image carries it)")
+    if type(commit_ms) is not int:
+        raise MessageError("record commit_ms must be an integer")
+    if type(service) is not bool:
+        raise MessageError("record service must be a boolean")
+    if size is not None and (image is None or type(size) is not int or size < 0):
+        raise MessageError("record size must be a non-negative integer, and only with an image")
+    return Record(pos, key, _str(version, "record version"), image, commit_ms, service, size)
+
+
 def decode(data: bytes | str) -> Message:
     try:
         body = orjson.loads(data)
@@ -121,23 +146,23 @@ def decode(data: bytes | str) -> Message:
         prev = _int(prev_pos, "prev_pos")
         records = []
         last = prev
+        append = records.append
         for raw in raw_records:
-            if not isinstance(raw, list) or len(raw) != 6:
-                raise MessageError("a record must be an array [pos, key, version, image, commit_ms, service]")
-            pos, key, version, image, commit_ms, service = raw
-            pos = _int(pos, "record pos")
-            if pos <= last:
-                raise MessageError(f"record positions must increase after prev_pos: {pos} after {last}")
-            last = pos
-            if not isinstance(key, dict) or not key:
-                raise MessageError("record key must be a non-empty object")
-            if image is not None and not isinstance(image, dict):
-                raise MessageError("record image must be an object or null")
-            if type(commit_ms) is not int:
-                raise MessageError("record commit_ms must be an integer")
-            if type(service) is not bool:
-                raise MessageError("record service must be a boolean")
-            records.append(Record(pos, key, _str(version, "record version"), image, commit_ms, service))
+            # The common record (a current peer's write: 7 fields, an image, no key) in one test; anything else,
+            # or anything wrong, goes through `_record`, which names what is wrong.
+            if type(raw) is list and len(raw) == 7:
+                pos, key, version, image, commit_ms, service, size = raw
+                if (
+                    type(pos) is int and pos > last and key is None and type(image) is dict and type(version) is str
+                    and version and type(commit_ms) is int and type(service) is bool
+                    and (size is None or (type(size) is int and size >= 0))
+                ):  # fmt: skip
+                    last = pos
+                    append(Record(pos, key, version, image, commit_ms, service, size))
+                    continue
+            record = _record(raw, last)
+            last = record.pos
+            append(record)
         return Ship(
             _str(table, "table"), _int(lane, "lane"), _int(epoch, "epoch"), prev, tuple(records),
             _str(stamp, "stamp", optional=True),

@@ -19,7 +19,7 @@ class HlcVersionSource:
 
     def stamp(self, existing: str | None) -> str:
         stamp = self.hlc.next_stamp_above(Version.parse(existing) if existing is not None else None)
-        return Version(stamp, self.region).encode()
+        return stamp.encode() + "/" + self.region  # Version(stamp, region).encode(), without building the tuple
 
     def observe(self, version: str) -> None:
         self.hlc.update(Version.parse(version).stamp)

@@ -6,14 +6,12 @@ from dataclasses import dataclass
 
 from ..validation import Field, Map
 from .read_modify_write import (
-    LEGACY_WRITE_PARAMETERS,
     WriteRequest,
     check_old_values_only,
     check_write_fields,
     execute,
-    expression_context,
-    parse_write_condition,
     return_options,
+    write_condition,
 )
 
 FIELDS = {"Key": Map(Field(type="any"), required=True)}
@@ -30,9 +28,7 @@ def prepare(engine, request: dict) -> DeleteRequest:
     table = engine.table(request["TableName"])
     check_old_values_only(request)
     pk, sk, key = table.key.key_from_request(request["Key"])
-    ctx = expression_context(request, "ConditionExpression", legacy=LEGACY_WRITE_PARAMETERS)
-    condition = parse_write_condition(request, ctx)
-    ctx.check_unused()
+    condition = write_condition(request)
     return DeleteRequest(
         table=table,
         pk=pk,

@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from ..validation import Field, Map
 from ..values import normalize_item
 from .read_modify_write import (
-    LEGACY_WRITE_PARAMETERS,
     WriteRequest,
     check_old_values_only,
     check_write_fields,
     execute,
-    expression_context,
-    parse_write_condition,
     return_options,
+    write_condition,
 )
 
 FIELDS = {"Item": Map(Field(type="any"), required=True)}
@@ -34,9 +32,7 @@ def prepare(engine, request: dict) -> PutRequest:
     check_old_values_only(request)
     item = normalize_item(request["Item"])
     pk, sk = table.key.key_from_item(item)
-    ctx = expression_context(request, "ConditionExpression", legacy=LEGACY_WRITE_PARAMETERS)
-    condition = parse_write_condition(request, ctx)
-    ctx.check_unused()
+    condition = write_condition(request)
     return PutRequest(
         table=table,
         pk=pk,

@@ -159,6 +159,26 @@ def parse_condition_expression(request: dict, ctx: ExpressionContext):
     return None if text is None else parse_condition(text, ctx, "ConditionExpression")
 
 
+# The parameters a write's condition can come from: a request with none of them has no condition and nothing for the
+# expression rules to check (most writes; the parsing machinery is skipped for them).
+CONDITION_PARAMETERS = (
+    "ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues", "Expected", "ConditionalOperator",
+)  # fmt: skip
+
+
+def write_condition(request: dict):
+    """The condition of a PutItem/DeleteItem request (None if it has none), after the expression rules."""
+    for name in CONDITION_PARAMETERS:
+        if name in request:
+            break
+    else:
+        return None
+    ctx = expression_context(request, "ConditionExpression", legacy=LEGACY_WRITE_PARAMETERS)
+    condition = parse_write_condition(request, ctx)
+    ctx.check_unused()
+    return condition
+
+
 def parse_write_condition(request: dict, ctx: ExpressionContext):
     """The condition of PutItem/UpdateItem/DeleteItem: ConditionExpression, or the legacy Expected (which
     `expression_context` has already refused beside expressions)."""

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS change_log (
     origin TEXT,
     version TEXT,
     lane INTEGER,
+    size INTEGER,
     PRIMARY KEY (tid, seq)
 ) WITHOUT ROWID;
 -- Replication reads this region's own records lane by lane (docs/replication.md): origin NULL means local.
@@ -59,8 +60,8 @@ CREATE TABLE IF NOT EXISTS streams (
 """
 
 INSERT_RECORD = (
-    "INSERT INTO change_log (tid, seq, created, old, new, service, origin, version, lane)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO change_log (tid, seq, created, old, new, service, origin, version, lane, size)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -80,6 +81,9 @@ class ChangeLogStore:
     def __init__(self, store: SqliteStore) -> None:
         self.db: sqlite3.Connection = store.db
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(change_log)")}
+        if "size" not in columns:  # a log written before records carried their item's size: NULL there
+            self.db.execute("ALTER TABLE change_log ADD COLUMN size INTEGER")
 
     # ------------------------------------------------------------------------------------------------ sequences
 
@@ -146,17 +150,17 @@ class ChangeLogStore:
     # ---------------------------------------------------------------------------------------------- replication
 
     def local_lane_records(self, tid: int, lane: int, after: int, limit: int) -> list[tuple]:
-        """(seq, created, new image, old image, version, service) of this region's own records in a lane, after
-        `after` (images as stored blobs)."""
+        """(seq, created, new image, old image, version, service, new image's size or None) of this region's own
+        records in a lane, after `after` (images as stored blobs)."""
         return self.db.execute(
-            "SELECT seq, created, new, old, version, service FROM change_log"
+            "SELECT seq, created, new, old, version, service, size FROM change_log"
             " WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ? ORDER BY seq LIMIT ?",
             (tid, lane, after, limit),
         ).fetchall()
 
     def append(self, tx: sqlite3.Connection, rows: list[tuple]) -> None:
         """Insert records on the commit hook's open transaction; a row is (tid, seq, created, old blob, new blob,
-        service, origin, version, lane)."""
+        service, origin, version, lane, new item's size)."""
         if len(rows) == 1:
             tx.execute(INSERT_RECORD, rows[0])
         else:

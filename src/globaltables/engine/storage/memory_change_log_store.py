@@ -33,7 +33,7 @@ class MemoryChangeLogStore:
 
     def append(self, tx: MemoryTransaction, rows: list[tuple]) -> None:
         """Add records on the commit's transaction; a row is (tid, seq, created, old blob, new blob, service,
-        origin, version, lane)."""
+        origin, version, lane, new item's size)."""
         state = self.state
         added: list[tuple[dict, list, list | None, int]] = []
         for row in rows:
@@ -108,14 +108,14 @@ class MemoryChangeLogStore:
     # ---------------------------------------------------------------------------------------------- replication
 
     def local_lane_records(self, tid: int, lane: int, after: int, limit: int) -> list[tuple]:
-        """(seq, created, new image, old image, version, service) of this region's own records in a lane."""
+        """(seq, created, new image, old image, version, service, size) of this region's own records in a lane."""
         lane_seqs = self.state.lane_seqs.get((tid, lane), [])
         log = self.state.log_rows[tid] if lane_seqs else {}
         start = bisect_right(lane_seqs, after)
         out = []
         for seq in lane_seqs[start : start + limit]:
             row = log[seq]
-            out.append((seq, row[2], row[4], row[3], row[7], row[5]))
+            out.append((seq, row[2], row[4], row[3], row[7], row[5], row[9]))
         return out
 
     def local_lane_count(self, tid: int, lane: int, after: int) -> int:

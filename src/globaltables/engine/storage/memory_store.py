@@ -253,32 +253,32 @@ class MemoryStore:
     ) -> None:
         """Apply a batch of item writes and what the commit hooks add to it, all or nothing (rule 3)."""
         tx = MemoryTransaction()
-        undo = tx.undo  # the undo log is appended to inline: this loop runs for every write of the simulator
-        tids = self._tids
+        undo = tx.undo  # appended to inline: this loop runs for every write the simulator makes
+        tids, tables, stats = self._tids, self.items, self.stats
         dumps = orjson.dumps
-        stats = self.stats
+        saved_stats = dict(stats)
+        undo.append((lambda: stats.update(saved_stats),))
         try:
             for w in writes:
                 tid = tids[w.table]
-                items = self.items[tid]
+                items = tables[tid]
                 key = (partition_hash(w.pk), w.pk, w.sk)
-                previous = items.get(key)
                 count, size = stats[tid]
-                undo.append((stats, tid, (count, size)))
-                undo.append((items, key, MISSING if previous is None else previous))
-                if previous is not None:
-                    count, size = count - 1, size - previous[1]
-                if w.item is None:
-                    if previous is not None:
-                        del items[key]
-                    if w.tombstone:
-                        tx.set(self.tombstones[tid], (w.pk, w.sk), (w.version, w.deleted_at))
-                else:
+                if w.item is not None:
                     w.blob = blob = dumps(w.item)
-                    items[key] = (blob, w.size, w.version)
+                    previous = items.put(key, (blob, w.size, w.version))
                     count, size = count + 1, size + w.size
                     if w.had_tombstone:
                         tx.delete(self.tombstones[tid], (w.pk, w.sk))
+                else:
+                    previous = items.pop(key, None)
+                    if w.tombstone:
+                        tx.set(self.tombstones[tid], (w.pk, w.sk), (w.version, w.deleted_at))
+                if previous is None:
+                    undo.append((items, key, MISSING))
+                else:
+                    undo.append((items, key, previous))
+                    count, size = count - 1, size - previous[1]
                 stats[tid] = (count, size)
             for kind, region, table, lane, pos in positions or ():
                 tx.set(self.positions, (kind, region, tids[table], lane), pos)

@@ -34,6 +34,15 @@ class SortedTable:
             self._pending.add(key)
         self.rows[key] = value
 
+    def put(self, key: Any, value: Any) -> Any:
+        """Set `key` to `value` (never None); the value it replaces, or None (one lookup, not `get` then a set)."""
+        rows = self.rows
+        previous = rows.get(key)
+        if previous is None:
+            self._pending.add(key)
+        rows[key] = value
+        return previous
+
     def __delitem__(self, key: Any) -> None:
         self.pop(key)
 
