@@ -1,6 +1,8 @@
-"""Deterministic replay: every simulated scenario of this library, run twice with the same seed, gives the same
-message trace, the same history and the same final items, byte for byte (SimHarness.fingerprint) — in one process,
-and in two processes with different PYTHONHASHSEEDs (replay_digests.py prints each scenario's fingerprint digest)."""
+"""Deterministic replay: every simulated scenario of this library, MREC and strong mode, run twice with the same
+seed, gives the same message trace, the same history and the same final items, byte for byte
+(SimulatedHarness.fingerprint) — in one process, and in two processes with different PYTHONHASHSEEDs
+(replay_digests.py prints each scenario's fingerprint digest). Strong-mode scenarios race calls on threads
+(`concurrently`); their replay must not depend on how the operating system schedules those threads either."""
 
 from __future__ import annotations
 
@@ -13,29 +15,43 @@ from pathlib import Path
 
 import pytest
 
-from globaltables.testing import load_spec
-from globaltables.testing.simulated import SimHarness
+from globaltables.testing import simulate
 
 HERE = Path(__file__).parent
 SRC = HERE.parents[1] / "src"
-MODULES = ["test_conflicts.py", "test_replication_visibility.py", "test_clocks_and_partitions.py"]
+MODULES = [
+    "test_conflicts.py",
+    "test_replication_visibility.py",
+    "test_clocks_and_partitions.py",
+    "test_strong_consistency.py",
+]
 FIXTURES = {"topology", "global_table", "customer"}
+
+
+def kit_options(function) -> dict:
+    """The `globaltables` marker closest to the scenario (its own, else its module's), as the plugin reads it."""
+    module = sys.modules[function.__module__]
+    for marker in [*getattr(function, "pytestmark", []), *getattr(module, "pytestmark", [])]:
+        if marker.name == "globaltables":
+            return dict(marker.kwargs)
+    return {}
 
 
 def scenarios():
     for name in MODULES:
         spec = importlib.util.spec_from_file_location(f"replay_{name[:-3]}", HERE / name)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         for attribute, function in sorted(vars(module).items()):
-            if attribute.startswith("test_") and set(inspect.signature(function).parameters) <= FIXTURES:
+            if not attribute.startswith("test_") or not set(inspect.signature(function).parameters) <= FIXTURES:
+                continue
+            if "sim" in kit_options(function).get("modes", ("sim",)):
                 yield pytest.param(function, id=f"{name[:-3]}::{attribute}")
 
 
 def run_once(function, seed: int) -> bytes:
-    markers = [m for m in getattr(function, "pytestmark", []) if m.name == "globaltables"]
-    topology = markers[0].kwargs.get("topology") if markers else None
-    with SimHarness(load_spec(topology), seed) as harness:
+    with simulate(kit_options(function).get("topology"), seed) as harness:
         arguments = {"topology": harness, "global_table": harness.table(), "customer": function.__name__}
         function(**{name: arguments[name] for name in inspect.signature(function).parameters})
         return harness.fingerprint()

@@ -5,14 +5,16 @@ Theory of operation (cores step, hosts loop, as region/replication_host.py):
 - The node is sans-I/O. Every call into it (`submit_write`, `submit_read`, `on_message`, `poll`) returns envelopes,
   which go to the transport, and may complete client operations, collected with `take_completions()` and handed to
   the futures the waiting requests await. A poller task sleeps until the node's `next_deadline()` (or a wake-up).
-- The seam between the synchronous engine and the protocol is `answer` (app.py's `answer_async`): wire checks as
+- The seam between the synchronous engine and the protocol is `answer` (app.py's `answer_async`), which drives
+  the sans-I/O request path of mrsc_requests.py (shared with the pytest kit's simulated harness): wire checks as
   `wire.answer`, then a write on a strong table is validated by the engine (engine/strong_requests.py), each item
   write submitted to the node, and the request answered only once the node reports the outcome: "ok" (committed
   by a majority), "rwce" (409 ReplicatedWriteConflictException: nothing changed), a ConditionalCheckFailed
   confirmed against the latest version, or 500 InternalServerError after the bounded wait (in doubt, or not
   started). A strongly consistent GetItem syncs first (`submit_read`), a strongly consistent Query or Scan
   range-syncs its item collection or table first (`submit_range_read`), then each reads locally. Everything else
-  goes to the engine as usual (eventually consistent reads are local).
+  goes to the engine as usual (eventually consistent reads are local). Here each node operation is a future,
+  answered "in-doubt" if the node has not completed it a guard's time after its own bound.
 - A witness runs the same node (member only, over a store without tables) and answers client data-plane requests
   with ResourceNotFoundException: it serves no table data.
 - Before serving, the topology's declared tables exist on every replica and are marked strong (engine/strong.py
@@ -29,43 +31,25 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import orjson
 from aiohttp import web
 
-from ..engine import strong_requests
 from ..engine.engine import Engine
-from ..engine.errors import (
-    DynamoError,
-    InternalServerError,
-    ReplicatedWriteConflictException,
-    ResourceInUseException,
-    ResourceNotFoundException,
-    UnknownOperationException,
-)
-from ..engine.operations import query
+from ..engine.errors import ResourceInUseException
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import StrongStore, make_strong
-from ..engine.strong_membership import converting
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.transport import Envelope
-from . import wire
 from .host_base import RegionHost
 from .http_transport import HttpTransport, LinkDelay
+from .mrsc_requests import GUARD_S, MrscRequests
 from .replication_host import POLL_FAILURE_PAUSE_S, ReplicationSettings
 from .skewed_clock import SkewedClock
 from .strong_conversion import StrongConversion
 
 log = logging.getLogger("globaltables.mrsc.host")
 
-# What a witness still answers: nothing of these names a table.
-WITNESS_OPERATIONS = frozenset({"ListTables", "DescribeLimits", "DescribeEndpoints"})
-# The request waits a little longer than the node's own bounded wait, which always answers first; this only guards
-# against a bug leaving a request hanging for ever.
-GUARD_S = 1.0
-IN_DOUBT = "the write's outcome is not known yet: another Region did not answer in time"
-UNAVAILABLE = "this Region cannot reach a quorum of the table's Regions in time"
 
 
 class MrscHost(RegionHost):
@@ -98,7 +82,8 @@ class MrscHost(RegionHost):
         self._tasks: list[asyncio.Task] = []
         self._peers_file_mtime: int | None = None
         self.poll_failures = 0
-        self.counts = {"writes": 0, "committed": 0, "rwce": 0, "in_doubt": 0, "strong_reads": 0}
+        self.requests = MrscRequests(engine, self.node, self.config, witness=self.witness)
+        self.counts = self.requests.counts
 
     # ------------------------------------------------------------------------------------------ start-up
 
@@ -184,162 +169,20 @@ class MrscHost(RegionHost):
     # --------------------------------------------------------------------------------------- the requests
 
     async def answer(self, headers: Mapping[str, str], query_string: str, raw: bytes) -> tuple[int, bytes]:
-        """(status, body) of a DynamoDB request (app.py `answer_async`): `wire.answer`, with strong writes and reads
-        waiting for the protocol. Never raises."""
+        """(status, body) of a DynamoDB request (app.py `answer_async`): the request path of mrsc_requests.py, whose
+        node operations are submitted together and awaited here. Never raises."""
+        steps = self.requests.answer(headers, query_string, raw)
         try:
-            request = wire.decode_body(raw)
-            service, operation = wire.split_target(headers.get("X-Amz-Target"))
-            wire.check_authentication(headers, query_string)
-            if self.witness:
-                response = self._witness(service, operation, request)
-            elif service != wire.DYNAMODB_SERVICE:
-                response = self.engine.handle_streams(operation, request)
-            elif operation in strong_requests.WRITE_OPERATIONS and strong_requests.touches_strong(
-                self.engine, operation, request
-            ):
-                response = await self._write(operation, request)
-            elif (
-                operation == "GetItem"
-                and isinstance(request, dict)
-                and request.get("ConsistentRead") is True
-                and strong_requests.strong_table(self.engine, request.get("TableName")) is not None
-            ):
-                response = await self._strong_get(request)
-            elif operation == "BatchGetItem" and self._strong_keys(request):
-                response = await self._strong_batch_get(request)
-            elif (
-                operation in ("Query", "Scan")
-                and isinstance(request, dict)
-                and request.get("ConsistentRead") is True
-                and strong_requests.strong_table(self.engine, request.get("TableName")) is not None
-            ):
-                response = await self._strong_range(operation, request)
-            else:
-                response = self.engine.handle(operation, request)
-            return 200, orjson.dumps(response)
-        except DynamoError as error:
-            return wire.error_answer(error)
-        except Exception:
-            log.exception("internal error answering %s", headers.get("X-Amz-Target"))
-            return 500, wire.INTERNAL_ERROR_BODY
-
-    def _witness(self, service: str, operation: str, request: Any) -> dict:
-        if service == wire.DYNAMODB_SERVICE and operation in WITNESS_OPERATIONS:
-            return self.engine.handle(operation, request)
-        if service != wire.DYNAMODB_SERVICE:
-            raise UnknownOperationException(f"{operation} is not served by a witness Region")
-        raise ResourceNotFoundException("Requested resource not found")
-
-    async def _write(self, operation: str, request: dict) -> dict:
-        engine = self.engine
-        plan = strong_requests.prepare(engine, operation, request)
-        rest = engine.handle("BatchWriteItem", plan.rest) if plan.rest is not None else None
-        self.counts["writes"] += 1
-        outcomes = await asyncio.gather(
-            *(
-                self._await(
-                    lambda op_id, now, w=write: self.node.submit_write(op_id, w.table, w.key, w.evaluate, now),
-                    self.config.write_timeout_ms,
-                )
-                for write in plan.writes
-            )
-        )
-        images = []
-        failure: DynamoError | None = None
-        for outcome, detail in outcomes:
-            if outcome == "ok":
-                images.append(detail)
-                continue
-            if outcome == "rwce":
-                self.counts["rwce"] += 1
-                error: DynamoError = ReplicatedWriteConflictException()
-            elif outcome == "error" and isinstance(detail, DynamoError):
-                error = detail
-            elif outcome == "in-doubt":
-                self.counts["in_doubt"] += 1
-                error = InternalServerError(IN_DOUBT)
-            else:  # "timeout" (never proposed: not applied) or retries exhausted
-                error = InternalServerError(UNAVAILABLE)
-            # The most telling failure wins: a condition or a conflict is definite, a 500 says less.
-            if failure is None or (failure.status == 500 and error.status != 500):
-                failure = error
-        if failure is not None:
-            raise failure
-        self.counts["committed"] += 1
-        return strong_requests.respond(engine, plan, images, rest)
-
-    async def _strong_get(self, request: dict) -> dict:
-        engine = self.engine
-        engine.handle("GetItem", request)  # every check of the request, before the round trip
-        table = engine.tables[request["TableName"]]
-        if converting(table):  # empty, and nothing is written anywhere until the conversion is done
-            return engine.handle("GetItem", request)
-        _pk, _sk, key = table.key.key_from_request(request["Key"])
-        self.counts["strong_reads"] += 1
-        outcome, _detail = await self._await(
-            lambda op_id, now: self.node.submit_read(op_id, table.name, key, now), self.config.read_timeout_ms
-        )
-        if outcome != "ok":
-            raise InternalServerError(UNAVAILABLE)
-        return engine.handle("GetItem", request)
-
-    async def _strong_range(self, operation: str, request: dict) -> dict:
-        """A strongly consistent Query or Scan: the item collection (Query) or the whole table (Scan, every
-        segment) is range-synced with another member first (replication/mrsc/range_read.py), then read locally:
-        linearizable per item, not a snapshot across items."""
-        engine = self.engine
-        engine.handle(operation, request)  # every check of the request, before the round trips
-        table = engine.tables[request["TableName"]]
-        if converting(table):  # empty, and nothing is written anywhere until the conversion is done
-            return engine.handle(operation, request)
-        partition = query.partition_of(engine, request) if operation == "Query" else None
-        self.counts["strong_reads"] += 1
-        outcome, _detail = await self._await(
-            lambda op_id, now: self.node.submit_range_read(op_id, table.name, partition, now),
-            self.config.read_timeout_ms,
-        )
-        if outcome != "ok":
-            raise InternalServerError(UNAVAILABLE)
-        return engine.handle(operation, request)
-
-    def _strong_keys(self, request: Any) -> list[tuple[str, dict]]:
-        """(table, key) of every strongly consistent read of a BatchGetItem on a strong table (unvalidated: a
-        malformed request yields what it can, and the engine's checks refuse it)."""
-        items = request.get("RequestItems") if isinstance(request, dict) else None
-        if not isinstance(items, dict):
-            return []
-        out = []
-        for name, spec in items.items():
-            table = strong_requests.strong_table(self.engine, name)
-            if table is None or converting(table) or not isinstance(spec, dict) or spec.get("ConsistentRead") is not True:
-                continue
-            for key in spec.get("Keys") or ():
-                if isinstance(key, dict):
-                    out.append((name, key))
-        return out
-
-    async def _strong_batch_get(self, request: dict) -> dict:
-        """BatchGetItem with ConsistentRead: every key of a strong table synced (in parallel, one Sync each) before
-        the whole batch reads locally; linearizable per item, like GetItem (not a snapshot across items)."""
-        engine = self.engine
-        engine.handle("BatchGetItem", request)  # every check of the request, before the round trips
-        reads = []
-        for name, raw_key in self._strong_keys(request):
-            _pk, _sk, key = engine.tables[name].key.key_from_request(raw_key)
-            reads.append((name, key))
-        self.counts["strong_reads"] += 1
-        outcomes = await asyncio.gather(
-            *(
-                self._await(
-                    lambda op_id, now, t=name, k=key: self.node.submit_read(op_id, t, k, now),
-                    self.config.read_timeout_ms,
-                )
-                for name, key in reads
-            )
-        )
-        if any(outcome != "ok" for outcome, _detail in outcomes):
-            raise InternalServerError(UNAVAILABLE)
-        return engine.handle("BatchGetItem", request)
+            waits = next(steps)
+            while True:
+                try:
+                    outcomes = await asyncio.gather(*(self._await(wait.submit, wait.timeout_ms) for wait in waits))
+                except Exception as error:  # noqa: BLE001 - a bug under the node: answered 500 (and logged) below
+                    waits = steps.throw(error)
+                else:
+                    waits = steps.send(list(outcomes))
+        except StopIteration as done:
+            return done.value
 
     # ------------------------------------------------------------------------------------------------ wakeups
 

@@ -3,24 +3,33 @@
 Theory of operation: the same `Scheduler`, `SimNetwork` and `SimClock` as sim/cluster.py's MREC `SimCluster`; per
 member a store, a `StrongStore` (engine/strong.py) and an `MrscNode` hosted by an `MrscDriver` (sim/cluster.py's
 `NodeDriver`, which also hands the node's completed client operations back to the cluster). Replicas run a real
-`Engine` with the table; the witness has only a store. Client operations are asynchronous, as over HTTP: `write` /
-`read` record the invocation in the History at once and the completion when the node reports it (or `info` if the
-member crashes first). `crash(member)` drops the node and its in-flight operations and keeps the store's committed
-data (the disk); `restart(member)` starts a fresh node on it, which resolves what it held pending first.
+`Engine` with the tables, made strong as a region process makes its topology's tables (`make_strong`); the
+witness's store holds no tables (`api` is the engine its region would answer requests with, as the region process
+has one). Client operations are asynchronous, as over HTTP: `write` / `read` record the invocation in the History
+at once and the completion when the node reports it (or `info` if the member crashes first). `crash(member)` drops
+the node and its in-flight operations and keeps the store's committed data (the disk); `restart(member)` starts a
+fresh node on it, which resolves what it held pending first.
+
+Two ways in: the checkers' workloads use `write` / `read` / `query` (recorded here, with a `value` attribute); a
+region host's request path (region/mrsc_requests.py, driven by the pytest kit's simulated harness) runs each node
+operation it waits for through `host(region, submit, on_done, guard_s=...)`, which reports the completion, an
+"in-doubt" after the guard (as the region process's guard answers), or "crashed" if the member goes down first.
+`from_topology` builds a cluster from a loaded `mode: mrsc` topology (members, witness, link latencies, clock
+offsets, tables).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..chaos.history import History
+from ..chaos.history import History, key_id
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
 from ..engine.operations import delete_item, put_item, update_item
 from ..engine.schema import validate_item_size
 from ..engine.storage.sqlite_store import SqliteStore
-from ..engine.strong import StrongStore, item_id
+from ..engine.strong import StrongStore, item_id, make_strong
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
@@ -59,21 +68,23 @@ class MrscDriver(NodeDriver):
 
 
 class MrscMember:
-    def __init__(self, cluster: MrscCluster, name: str, witness: bool) -> None:
+    def __init__(self, cluster: MrscCluster, name: str, witness: bool, offset_s: float = 0.0) -> None:
         self.cluster = cluster
         self.name = name
         self.witness = witness
-        self.clock = SimClock(cluster.scheduler)
+        self.clock = SimClock(cluster.scheduler, offset_s=offset_s)
         self.store = SqliteStore(None)
-        self.engine: Engine | None = None
+        self.engine: Engine | None = None  # a replica's tables; None for the witness
+        self.api: Engine | None = None  # what the region's API answers with: the engine (a witness's has no tables)
         self.up = False
 
     def start(self) -> None:
         cluster = self.cluster
-        if not self.witness:
-            self.engine = Engine(self.store, self.clock, region=self.name)
+        self.api = Engine(self.store, self.clock, region=self.name)
+        self.engine = None if self.witness else self.api
         self.strong = StrongStore(self.store, self.engine, self.name)
         others = cluster.others(self.name)
+        self.api.strong_membership.configure([self.name, *others], cluster.witness)
         node_class = MrscWitness if self.witness else MrscNode
         self.node = node_class(self.name, others, self.strong, cluster.config)
         self.driver = MrscDriver(self.node, cluster.scheduler, cluster.network, cluster._done)
@@ -97,7 +108,14 @@ class MrscCluster:
         config: MrscConfig | None = None,
         table: dict | None = None,
         journal: bool = False,
+        tables: Iterable[dict] | None = None,
+        links: Mapping[tuple[str, str], LinkSettings] | None = None,
+        clock_offsets: Mapping[str, float] | None = None,
     ) -> None:
+        """`link`: every link's settings (default 30 ms + up to 2 ms uniform jitter); `links[(src, dest)]`: a
+        directed link's own (the topology's). `tables`: CreateTable requests (default: `table`, else one table
+        "Items" keyed by the string `pk`); the first is the table of `write` / `read` / `query`. `clock_offsets`:
+        seconds each member's wall clock is ahead (negative: behind)."""
         if len(set(members)) != 3 or (witness is not None and witness not in members):
             raise ValueError(f"an MRSC cluster has three distinct members (a witness among them), not {members!r}")
         self.scheduler = Scheduler()
@@ -106,18 +124,55 @@ class MrscCluster:
         self.network = SimNetwork(
             self.scheduler, self.rng.fork("network"), link or LinkSettings(latency_ms=30, jitter_ms=2), journal=journal
         )
+        for (source, dest), settings in sorted((links or {}).items()):
+            self.network.set_baseline(source, dest, settings)
         self.member_names = tuple(members)
+        self.witness = witness
         self.history = History(SimClock(self.scheduler))
-        self.members = {name: MrscMember(self, name, name == witness) for name in members}
-        self.table = dict(table or DEFAULT_TABLE)
+        offsets = clock_offsets or {}
+        self.members = {name: MrscMember(self, name, name == witness, offsets.get(name, 0.0)) for name in members}
+        requests = [dict(request) for request in tables] if tables is not None else [dict(table or DEFAULT_TABLE)]
+        self.table = requests[0]
         self.table_name = self.table["TableName"]
+        self.table_names = [request["TableName"] for request in requests]
+        replicas = self.replicas()
         for member in self.members.values():
             if not member.witness:
-                Engine(member.store, member.clock, region=member.name).handle("CreateTable", dict(self.table))
+                engine = Engine(member.store, member.clock, region=member.name)
+                for request in requests:
+                    engine.handle("CreateTable", dict(request))
+                    make_strong(engine, request["TableName"], replicas, witness)
             member.start()
         self._ops: dict[int, tuple[str, Any, str, Any]] = {}  # op id -> (member, history op, f, request)
+        self._hosted: dict[int, tuple[str, Callable[[str, Any], None], Any]] = {}  # op id -> (member, on_done, guard)
         self._next = 0
         self.on_complete: Callable[[Any, str], None] | None = None  # (process, member) after every completion
+
+    @classmethod
+    def from_topology(
+        cls, topology: Any, seed: int = 0, *, config: MrscConfig | None = None, journal: bool = True
+    ) -> MrscCluster:
+        """The cluster of a loaded `mode: mrsc` topology (an experiment.topology.Topology, duck-typed: sim sits
+        below experiment): its three regions (the witness by role), each directed link's latency and jitter, the
+        regions' clock offsets and the declared tables."""
+        names = tuple(topology.region_names)
+        witness = next((region.name for region in topology.regions if region.role == "witness"), None)
+        links = {}
+        for source in names:
+            for dest in names:
+                if source != dest:
+                    spec = topology.link(source, dest)
+                    links[(source, dest)] = LinkSettings(latency_ms=spec.latency_ms, jitter_ms=spec.jitter_ms)
+        return cls(
+            names,  # type: ignore[arg-type]
+            witness=witness,
+            seed=seed,
+            config=config,
+            journal=journal,
+            tables=[spec.request() for spec in topology.tables] or None,
+            links=links,
+            clock_offsets={region.name: region.clock_offset_ms / 1000 for region in topology.regions},
+        )
 
     def others(self, name: str) -> list[str]:
         """The other two members, nearest first (by the links' configured latency), ties by name."""
@@ -199,12 +254,48 @@ class MrscCluster:
         op_id = self._register(region, ops, "query", (process, partition, keys))
         member.driver.run(member.node.submit_range_read(op_id, table, partition, member.driver.now()))
 
+    def host(
+        self, region: str, submit: Callable[[Any, float], list], on_done: Callable[[str, Any], None], *,
+        guard_s: float | None = None,
+    ) -> None:
+        """One node operation of a region host's request path: `submit(op_id, now)` is one of the node's `submit_*`
+        calls (it returns the envelopes to send); `on_done(outcome, detail)` gets the node's completion, or
+        ("in-doubt", None) when it has not come `guard_s` seconds later (the region process's guard), or
+        ("crashed", None) when the member crashes first. The member must be up. Not recorded in the history: the
+        host records what its clients see."""
+        member = self.members[region]
+        if not member.up:
+            raise RuntimeError(f"{region} is down: its requests never reach the node")
+        self._next += 1
+        op_id = self._next
+        guard = None if guard_s is None else self.scheduler.call_later(guard_s, self._guard, op_id)
+        self._hosted[op_id] = (region, on_done, guard)
+        member.driver.run(submit(op_id, member.driver.now()))
+
+    def hosted(self) -> int:
+        """Node operations of region hosts not completed yet."""
+        return len(self._hosted)
+
+    def _guard(self, op_id: int) -> None:
+        entry = self._hosted.pop(op_id, None)
+        if entry is not None:
+            entry[1]("in-doubt", None)  # the node's late completion, if any, is ignored (as the host's future is)
+
     def _register(self, region: str, op: Any, f: str, request: Any) -> int:
         self._next += 1
         self._ops[self._next] = (region, op, f, request)
         return self._next
 
     def _done(self, op_id: int, outcome: str, detail: Any) -> None:
+        hosted = self._hosted.pop(op_id, None)
+        if hosted is not None:
+            _region, on_done, guard = hosted
+            if guard is not None:
+                self.scheduler.cancel(guard)
+            on_done(outcome, detail)
+            return
+        if op_id not in self._ops:
+            return  # a hosted operation its guard already answered
         region, op, f, request = self._ops.pop(op_id)
         history = self.history
         if f == "query":
@@ -260,6 +351,12 @@ class MrscCluster:
     def crash(self, name: str) -> None:
         member = self.members[name]
         member.crash()
+        for op_id, (region, on_done, guard) in list(self._hosted.items()):
+            if region == name:
+                del self._hosted[op_id]
+                if guard is not None:
+                    self.scheduler.cancel(guard)
+                on_done("crashed", None)  # the connection is gone: the client cannot know the outcome
         for op_id, (region, op, f, request) in list(self._ops.items()):
             if region == name:
                 del self._ops[op_id]
@@ -281,6 +378,45 @@ class MrscCluster:
 
     def run_until_quiescent(self, max_events: int = 5_000_000) -> int:
         return self.scheduler.run_until_idle(max_events)
+
+    def quiescent(self) -> bool:
+        """Nothing in progress at any member that is up: no host operation waiting, no proposal undecided or
+        queued, no pending (accepted, unresolved) proposal held and no strong read syncing (a region process's
+        /control/status says the same)."""
+        if self._hosted or self._ops:
+            return False
+        for member in self.members.values():
+            if not member.up:
+                continue
+            status = member.node.status()
+            if status["proposals"] or status["queued"] or status["reads"] or status["range_reads"]:
+                return False
+            if member.strong.all_pending():
+                return False
+        return True
+
+    def items(self, region: str, table: str | None = None) -> dict[str, dict]:
+        """key_id -> item of every item a replica holds locally (no sync), read with paginated Scans."""
+        engine = self.members[region].engine
+        if engine is None:
+            return {}
+        table = table or self.table_name
+        names = engine.table(table).key_attribute_names()
+        result: dict[str, dict] = {}
+        request: dict[str, Any] = {"TableName": table}
+        while True:
+            response = engine.handle("Scan", request)
+            for item in response["Items"]:
+                result[key_id({name: item[name] for name in names})] = item
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                break
+            request = {**request, "ExclusiveStartKey": last}
+        return dict(sorted(result.items()))
+
+    def trace(self) -> str:
+        """The network journal as text (one line per send, delivery, drop and fault)."""
+        return "".join(line + "\n" for line in self.network.trace_lines())
 
     def local_items(self) -> dict[str, dict[str, Any]]:
         """Per replica, every item as stored locally (key id -> item)."""

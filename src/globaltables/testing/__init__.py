@@ -2,8 +2,9 @@
 
 The same test runs on the simulated network (one process, virtual time, seeded, replayable) or against real region
 processes (`globaltables up`), through real boto3 clients in both. `plugin.py` is the pytest glue (registered as
-the `globaltables` pytest11 entry point); `simulated.py` and `processes.py` are the two harnesses; `harness.py` is
-what they share; `assertions.py` renders failures with the operations involved.
+the `globaltables` pytest11 entry point); `simulated.py` (MREC; `simulated_mrsc.py`, strong mode) and `processes.py`
+are the harnesses; `harness.py` is what they share; `handoff.py` makes simulated concurrent calls deterministic;
+`assertions.py` renders failures with the operations involved.
 Layering: testing/ sits on top of everything and may import any layer; nothing imports it.
 """
 
@@ -15,10 +16,11 @@ __all__ = ["DEFAULT_TOPOLOGY", "Harness", "TableHandle", "absent", "attribute", 
 
 
 def simulate(topology=None, seed: int = 0, **options):
-    """A simulated harness (see simulated.SimHarness); close it when done."""
-    from .simulated import SimHarness
+    """A simulated harness (simulated.SimHarness for a `mode: mrec` topology, simulated_mrsc.MrscSimHarness for
+    `mode: mrsc`); close it when done."""
+    from .simulated import simulated_harness
 
-    return SimHarness(load_spec(topology), seed, **options)
+    return simulated_harness(load_spec(topology), seed, **options)
 
 
 def start_processes(topology=None, workdir=None):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
-from ..chaos.history import History
+from ..chaos.history import History, key_id
 from ..experiment.topology import Topology
 from .assertions import Predicate, converged_failure, eventually_failure, plain
 from .recording import Recorder
@@ -203,6 +203,50 @@ class Harness:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ReadsThroughClients:
+    """`read` and `items` through an unrecorded boto3 client per region (strongly consistent GetItem and Scan, three
+    attempts): for harnesses that see a region's copy through its API, as real processes must, and as strong mode
+    needs anyway (a strong read syncs with another member first, so it sees every acknowledged write). A witness
+    serves no table data: `read` gives None and it takes no part in `items` and convergence. Subclasses supply
+    `_unrecorded_client(region, max_attempts)` and `witnesses`."""
+
+    READER_ATTEMPTS = 3
+    witnesses: frozenset[str] = frozenset()
+
+    def _unrecorded_client(self, region: str, max_attempts: int) -> Any:
+        raise NotImplementedError
+
+    def _reader(self, region: str) -> Any:
+        readers = self.__dict__.setdefault("_readers", {})
+        reader = readers.get(region)
+        if reader is None:
+            reader = readers[region] = self._unrecorded_client(region, self.READER_ATTEMPTS)
+        return reader
+
+    def _close_readers(self) -> None:
+        for reader in self.__dict__.pop("_readers", {}).values():
+            reader.close()
+
+    def read(self, region: str, table: str, key: dict) -> dict | None:
+        """A strongly consistent GetItem (in strong mode a strong read, which syncs with another member first); a
+        witness holds no table data: None."""
+        if region in self.witnesses:
+            return None
+        return self._reader(region).get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+
+    def items(self, region: str, table: str) -> dict[str, dict]:
+        result: dict[str, dict] = {}
+        request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        while True:
+            answer = self._reader(region).scan(**request)
+            for item in answer["Items"]:
+                result[key_id(self.key_of(table, item))] = item  # type: ignore[attr-defined]
+            if "LastEvaluatedKey" not in answer:
+                break
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return dict(sorted(result.items()))
 
 
 class TableHandle:

@@ -115,9 +115,9 @@ def topology(
 
     spec = load_spec(globaltables_topology)
     if globaltables_mode == "sim":
-        from .simulated import SimHarness
+        from .simulated import simulated_harness
 
-        harness = SimHarness(spec, globaltables_seed)
+        harness = simulated_harness(spec, globaltables_seed)
         request.node.stash[ITEM_SEED_KEY] = globaltables_seed
         try:
             yield harness

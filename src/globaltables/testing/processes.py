@@ -30,10 +30,10 @@ from typing import Any
 
 import globaltables
 
-from ..chaos.history import History, key_id
+from ..chaos.history import History
 from ..experiment.topology import Topology
 from ..region.http_transport import SECRET_HEADER
-from .harness import Harness
+from .harness import Harness, ReadsThroughClients
 from .simulated import boto3_session
 from .spec import topology_yaml
 
@@ -56,7 +56,7 @@ class _TestClock:
         return time.time()
 
 
-class ProcessHarness(Harness):
+class ProcessHarness(ReadsThroughClients, Harness):
     mode = "process"
     time_label = "elapsed"
 
@@ -69,7 +69,6 @@ class ProcessHarness(Harness):
         super().__init__(topology, None)
         # A strong-mode witness serves no table data: reads, scans and convergence look at the replicas only.
         self.witnesses = frozenset(r.name for r in topology.regions if r.role == "witness")
-        self._readers: dict[str, Any] = {}
         self._grudges: dict[str, set[str]] = {name: set() for name in topology.region_names}
         self._lock = threading.Lock()
 
@@ -107,9 +106,10 @@ class ProcessHarness(Harness):
         self.secret = (data_dir / "secret").read_text().strip()
 
     def close(self) -> None:
-        for client in [*self._clients.values(), *getattr(self, "_readers", {}).values()]:
+        for client in self._clients.values():
             client.close()
         self._clients.clear()
+        self._close_readers()
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             os.kill(process.pid, signal.SIGTERM)
@@ -149,33 +149,11 @@ class ProcessHarness(Harness):
     def _make_client(self, region: str, max_attempts: int) -> Any:
         return self._boto_client(region, max_attempts)
 
-    def _reader(self, region: str) -> Any:
-        reader = self._readers.get(region)
-        if reader is None:
-            reader = self._readers[region] = self._boto_client(region, 3)
-        return reader
-
-    def read(self, region: str, table: str, key: dict) -> dict | None:
-        """A strongly consistent GetItem (in a strong-mode topology: a strong read, which syncs with another
-        member first). A witness holds no table data: None."""
-        if region in self.witnesses:
-            return None
-        return self._reader(region).get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    def _unrecorded_client(self, region: str, max_attempts: int) -> Any:
+        return self._boto_client(region, max_attempts)
 
     def _up_regions(self) -> list[str]:
         return [name for name in self.regions if name not in self.witnesses]
-
-    def items(self, region: str, table: str) -> dict[str, dict]:
-        result: dict[str, dict] = {}
-        request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-        while True:
-            answer = self._reader(region).scan(**request)
-            for item in answer["Items"]:
-                result[key_id(self.key_of(table, item))] = item
-            if "LastEvaluatedKey" not in answer:
-                break
-            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-        return dict(sorted(result.items()))
 
     # ----------------------------------------------------------------------------------------------- time
 
