@@ -165,6 +165,11 @@ def _check_value(value: Any, f: Field, path: str, errors: list[str]) -> None:
         expected = _TYPE_NAMES[f.type]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise SerializationException(f"Unexpected value type for '{path}': expected {f.type}")
+    plain = _PLAIN.get(id(f))
+    if plain is None or plain[0] is not f:
+        plain = _PLAIN[id(f)] = (f, _type_only(f))
+    if plain[1]:
+        return  # nothing about this field can be wrong once its type is right (an item: a map of any values)
     if type(value) is str and f.enum is None and (f.pattern is not None or f.max_length is not None):
         # A string that passed this field's constraints once passes them again (names of tables and indexes are
         # checked on every request): remember a bounded number of them per field.
@@ -182,6 +187,20 @@ def _check_value(value: Any, f: Field, path: str, errors: list[str]) -> None:
     _check_constraints(value, f, path, errors)
 
 
+def _type_only(f: Field) -> bool:
+    """Whether a present value of `f` can only be wrong by its type: no constraint of its own, and nothing inside it
+    checked (a map or list of unconstrained values, such as an item)."""
+    if (f.enum, f.min_length, f.max_length, f.pattern, f.minimum, f.maximum) != (None,) * 6:
+        return False
+    if f.type == "structure":
+        return not f.members
+    if f.type in ("map", "list"):
+        return f.item is None or _unconstrained(f.item)
+    return True
+
+
+# id(field) -> (field, whether only its type is checked); holding the field keeps its id from being reused.
+_PLAIN: dict[int, tuple[Field, bool]] = {}
 # id(field) -> (field, strings known to satisfy its constraints); holding the field keeps its id from being reused.
 _KNOWN_VALID: dict[int, tuple[Field, set[str]]] = {}
 _KNOWN_VALID_LIMIT = 1024

@@ -40,6 +40,7 @@ from ..experiment.topology import Topology
 from ..region import wire
 from ..region.app import VERSION_HEADER
 from ..sim.cluster import SimCluster
+from ..sim.collector import simulation_collector
 from ..sim.loop import to_us
 from .handoff import Conductor
 from .harness import Harness
@@ -103,10 +104,17 @@ class SimulatedHarness(Harness):
 
     def __init__(self, topology: Topology, seed: int) -> None:
         self.scheduler = self.cluster.scheduler
-        super().__init__(topology, seed)
-        self._order = self.cluster.rng.fork("kit/concurrently")
-        self._request_ids = itertools.count(1)
-        self.conductor = Conductor(self._step)
+        self._collector = simulation_collector()  # held for the life of the test (sim/collector.py)
+        self._collector.__enter__()
+        try:
+            super().__init__(topology, seed)
+            self._order = self.cluster.rng.fork("kit/concurrently")
+            self._request_ids = itertools.count(1)
+            self.conductor = Conductor(self._step)
+        except BaseException:
+            self._collector.__exit__(None, None, None)
+            self._collector = None
+            raise
 
     def _new_history(self) -> History:
         return self.cluster.history  # on the cluster's observer clock (virtual time); faults land in it too
@@ -265,6 +273,9 @@ class SimulatedHarness(Harness):
         for client in self._clients.values():
             client.close()
         self._clients.clear()
+        if self._collector is not None:
+            self._collector.__exit__(None, None, None)
+            self._collector = None
 
 
 class SimHarness(SimulatedHarness):
