@@ -89,3 +89,27 @@ def test_checker_catches_strong_reads_that_skip_the_sync(monkeypatch):
     monkeypatch.setattr(StrongReader, "read", local_read)
     cluster = run(5, operations=1500, loss=0.0)
     assert not linearizable.check(cluster.history).passed
+
+
+def test_a_restarted_coordinator_resolves_its_proposal_by_status_only():
+    # Votes lost, coordinator restarted while still cut off: every retransmission after the restart asks (Status),
+    # none proposes again (docs/mrsc.md, "Recovery and resolution").
+    cluster = MrscCluster(seed=3, journal=True)
+    a, b, w = cluster.member_names
+    cluster.write(a, "put", K, {"S": "v1"}, process=1)
+    cluster.run_until(0.01)
+    cluster.crash(a)
+    cluster.network.partition(a, b)
+    cluster.network.partition(a, w)
+    cluster.run_until(0.5)
+    cluster.restart(a)
+    cluster.run_until(1.5)  # several retransmit periods, all of them cut off
+    cluster.network.heal()
+    cluster.run_until(3.0)
+    after_restart = [line.split() for line in cluster.trace().splitlines() if int(line.split()[0]) >= 500_000]
+    # (A send into a partition is journaled as its drop.)
+    sent_by_a = [fields[4] for fields in after_restart if fields[1] in ("send", "drop-partition") and fields[2] == a]
+    assert sent_by_a.count("status") >= 8 and "propose" not in sent_by_a
+    # The Proposes were lost in the partition, so both others refuse (fenced) and the write is aborted everywhere.
+    assert "abort" in sent_by_a and cluster.local_items() == {a: {}, b: {}}
+    assert linearizable.check(cluster.history).passed

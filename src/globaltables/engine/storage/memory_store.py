@@ -256,14 +256,13 @@ class MemoryStore:
         undo = tx.undo  # appended to inline: this loop runs for every write the simulator makes
         tids, tables, stats = self._tids, self.items, self.stats
         dumps = orjson.dumps
-        saved_stats = dict(stats)
-        undo.append((lambda: stats.update(saved_stats),))
         try:
             for w in writes:
                 tid = tids[w.table]
                 items = tables[tid]
                 key = (partition_hash(w.pk), w.pk, w.sk)
                 count, size = stats[tid]
+                undo.append((stats, tid, (count, size)))
                 if w.item is not None:
                     w.blob = blob = dumps(w.item)
                     previous = items.put(key, (blob, w.size, w.version))

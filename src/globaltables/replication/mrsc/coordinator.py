@@ -47,6 +47,7 @@ class Proposal:
     old: dict | None = None
     state: str = commit.WAITING
     answers: dict[str, str] = field(default_factory=dict)
+    recovered: bool = False  # found pending after a restart: resolved by Status only, never proposed again
 
 
 class Coordinator:
@@ -64,7 +65,7 @@ class Coordinator:
 
     def recover(self, pending: Pending, now: float) -> None:
         """After a restart: our own proposal, found pending, is resolved before anything else on the item."""
-        proposal = Proposal(pending, None, now, now)
+        proposal = Proposal(pending, None, now, now, recovered=True)
         self.proposals[pending.pid] = proposal
         self.active[(pending.table, item_id(pending.key))] = pending.pid
         self._send_status(proposal, now)
@@ -141,7 +142,7 @@ class Coordinator:
             if op is not None and not op.done and now >= op.deadline:
                 self._finish(op, IN_DOUBT, None)  # rule 3: the client is answered, the proposal goes on
             if now >= proposal.next_send:
-                if now - proposal.started >= config.resolve_ms / 1000:
+                if proposal.recovered or now - proposal.started >= config.resolve_ms / 1000:
                     self._send_status(proposal, now)
                 else:
                     self._send_propose(proposal, now)
