@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from .memory_store import MemoryStore, MemoryTransaction
+from .memory_store import MemoryStore, MemoryTransaction, kept
 from .records import NO_END, LogRecord, StreamRow
 
 
@@ -38,6 +38,8 @@ class MemoryChangeLogStore:
         added: list[tuple[dict, list, list | None, int]] = []
         for row in rows:
             tid, seq, origin, lane = row[0], row[1], row[6], row[8]
+            if row[3] is not None:  # the old image, serialised for this record (the new one is the store's, kept)
+                row = (*row[:3], kept(row[3]), *row[4:])
             log = state.log_rows.get(tid)
             if log is None:
                 log = state.log_rows[tid] = {}

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from .memory_store import MemoryStore, MemoryTransaction, partition_bounds
+from .memory_store import MemoryStore, MemoryTransaction, kept, partition_bounds
 from .records import HASH_SPACE, IndexRow
 from .sorted_table import SortedTable
 
@@ -55,7 +55,7 @@ class MemoryIndexStore:
 
     def put(self, tx: MemoryTransaction, iid: int, key: tuple, item: dict, size: int) -> None:
         """Insert or replace an entry; `key` is (h, pk, sk, bpk, bsk)."""
-        tx.set(self.state.index_entries[iid], key, (orjson.dumps(item), size))
+        tx.set(self.state.index_entries[iid], key, (kept(orjson.dumps(item)), size))
 
     def delete(self, tx: MemoryTransaction, iid: int, key: tuple) -> None:
         tx.delete(self.state.index_entries[iid], key)
@@ -63,7 +63,7 @@ class MemoryIndexStore:
     def put_many(self, rows: list[tuple]) -> None:
         """Insert or replace (iid, h, pk, sk, bpk, bsk, item bytes, size) rows (backfill)."""
         for iid, h, pk, sk, bpk, bsk, blob, size in rows:
-            self.state.index_entries[iid][(h, pk, sk, bpk, bsk)] = (blob, size)
+            self.state.index_entries[iid][(h, pk, sk, bpk, bsk)] = (kept(blob), size)
 
     # ----------------------------------------------------------------------------------------------------- reads
 

@@ -10,7 +10,8 @@ Rules
    keyed (partition hash, partition key, sort key), so a Query is one `irange` of a partition and a Scan walks the table in
    hash order with segments as hash ranges, exactly as the SQLite store's primary key orders them.
 2. Items and change-log images are kept as orjson bytes, as the SQLite store keeps them: every read hands out a
-   fresh dict, so nothing a caller does to an item it read can change what is stored.
+   fresh dict, so nothing a caller does to an item it read can change what is stored. Bytes that are kept are
+   copied to their exact size first (`kept`).
 3. `write` is all-or-nothing: changes are applied as they are made (so the commit hooks, and checks inside them such
    as the item-collection limit, see the batch's own writes, as inside an SQLite transaction) and recorded in a
    `MemoryTransaction`'s undo log, which is replayed backwards if anything raises.
@@ -31,6 +32,13 @@ from .records import HASH_SPACE, CommitHook, ItemWrite, StoredItem, TokenRecord,
 from .sorted_table import SortedTable
 
 MISSING = object()
+
+
+def kept(blob: bytes) -> bytes:
+    """A copy of `blob` of exactly its size, for a store that keeps it. orjson's output holds on to the buffer it was
+    written into (kilobytes for a 200-byte item, left behind by the shrinking realloc): kept as it is, a million items
+    would take gigabytes, spread thin enough to slow every allocation after them."""
+    return bytes(memoryview(blob))
 
 
 class MemoryTransaction:
@@ -264,7 +272,7 @@ class MemoryStore:
                 count, size = stats[tid]
                 undo.append((stats, tid, (count, size)))
                 if w.item is not None:
-                    w.blob = blob = dumps(w.item)
+                    w.blob = blob = kept(dumps(w.item))
                     previous = items.put(key, (blob, w.size, w.version))
                     count, size = count + 1, size + w.size
                     if w.had_tombstone:
