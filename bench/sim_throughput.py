@@ -2,16 +2,18 @@
 held in memory, each put counted once all three regions have applied it.
 
 How it drives the simulator (no asyncio, no task per operation): the workload is a sequence of virtual instants,
-1 ms apart; at each, `--batch` PutItems go straight to the engines (`Engine.handle`, round-robin over the regions,
-fresh keys), then each region's replication is told once (`after_commit`), and the scheduler runs to the next
-instant. At the end the scheduler runs until every link is acknowledged. A put counts when every region holds it:
+1 ms apart; at each, `--batch` PutItems (round-robin over the regions, fresh keys) go straight to the engines, each
+region's share in one `Engine.handle_many` call (engine/phased.py: every request validated, then each executed and
+committed in order, with its own response: the outcome of one `handle` call per request, with the interpreter's
+caches kept on one phase at a time), then each region's replication is told once (`after_commit`), and the
+scheduler runs to the next instant. At the end the scheduler runs until every link is acknowledged. A put counts when every region holds it:
 the final check reads each region's item count, and the rate is (puts applied in all three regions) / (wall time of
 the whole run, replication included). The network journal is off (`journal=False`), as for any long run.
 
 Reports: puts/s with the simulator's collector settings (sim/collector.py, what the pytest kit's simulated mode runs
-with) and again with CPython's default collector, the share of time in the client puts vs replication, and the
-baseline of a standalone engine on the same store doing the same puts with no replication (the ratio says what
-replication costs). The target is checked on the first figure.
+with), the share of time in the client puts vs replication; the same run with one `Engine.handle` call per put, and
+with CPython's default collector; and the baseline of a standalone engine on the same store doing the same puts
+with no replication (the ratio says what replication costs). The target is checked on the first figure.
 Usage: python bench/sim_throughput.py [--puts N] [--batch B]
 """
 
@@ -52,7 +54,7 @@ def count(engine: Engine) -> int:
         request = {**request, "ExclusiveStartKey": answer["LastEvaluatedKey"]}
 
 
-def run_cluster(puts: int, batch: int) -> tuple[float, int, float]:
+def run_cluster(puts: int, batch: int, phased: bool = True) -> tuple[float, int, float]:
     cluster = SimCluster(REGIONS, seed=1, link=LinkSettings(latency_ms=40, jitter_ms=2), journal=False)
     engines = [cluster.engine(region) for region in REGIONS]
     scheduler = cluster.scheduler
@@ -62,9 +64,17 @@ def run_cluster(puts: int, batch: int) -> tuple[float, int, float]:
     instant = 0
     while index < puts:
         t0 = time.perf_counter()
-        for _ in range(min(batch, puts - index)):
-            engines[index % 3].handle("PutItem", {"TableName": "Items", "Item": item(index)})
-            index += 1
+        shares: list[list[dict]] = [[], [], []]
+        for number in range(index, min(index + batch, puts)):
+            shares[number % 3].append({"TableName": "Items", "Item": item(number)})
+        index = min(index + batch, puts)
+        for engine, requests in zip(engines, shares, strict=True):
+            if phased:
+                failed = [result for result, _version in engine.handle_many("PutItem", requests) if "__type" in result]
+                assert not failed, failed[:1]
+            else:
+                for request in requests:
+                    engine.handle("PutItem", request)
         for region in REGIONS:
             cluster.after_commit(region)
         client_s += time.perf_counter() - t0
@@ -77,12 +87,13 @@ def run_cluster(puts: int, batch: int) -> tuple[float, int, float]:
     return elapsed, everywhere, client_s
 
 
-def run_standalone(puts: int) -> float:
+def run_standalone(puts: int, batch: int) -> float:
     engine = Engine(MemoryStore(), ManualClock())
     engine.handle("CreateTable", dict(DEFAULT_TABLE))
     started = time.perf_counter()
-    for index in range(puts):
-        engine.handle("PutItem", {"TableName": "Items", "Item": item(index)})
+    for start in range(0, puts, batch):
+        requests = [{"TableName": "Items", "Item": item(index)} for index in range(start, min(start + batch, puts))]
+        engine.handle_many("PutItem", requests)
     return time.perf_counter() - started
 
 
@@ -93,13 +104,15 @@ def main() -> None:
     args = parser.parse_args()
     with simulation_collector():
         elapsed, everywhere, client_s = run_cluster(args.puts, args.batch)
-        baseline = args.puts / run_standalone(args.puts)
+        one_call_elapsed, one_call_everywhere, _ = run_cluster(args.puts, args.batch, phased=False)
+        baseline = args.puts / run_standalone(args.puts, args.batch)
     gc.collect()
     default_elapsed, default_everywhere, _ = run_cluster(args.puts, args.batch)
     rate = everywhere / elapsed
     print(f"three-region MREC, in memory: {everywhere} of {args.puts} puts applied in all 3 regions "
           f"in {elapsed:.2f} s wall = {rate:,.0f} puts/s")
     print(f"  client puts (origin commits) {client_s:.2f} s, replication (ship, apply, ack) {elapsed - client_s:.2f} s")
+    print(f"  one Engine.handle call per put instead of handle_many: {one_call_everywhere / one_call_elapsed:,.0f} puts/s")
     print(f"  with CPython's default collector thresholds {gc.get_threshold()}: "
           f"{default_everywhere / default_elapsed:,.0f} puts/s (simulation settings: {SIMULATION_THRESHOLDS})")
     print(f"  baseline: one standalone engine, no replication: {baseline:,.0f} puts/s "

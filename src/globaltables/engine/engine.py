@@ -18,7 +18,7 @@ from typing import Any
 from ..runtime.clock import Clock
 from . import streams
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
-from .errors import ResourceNotFoundException, SerializationException, UnknownOperationException
+from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
 from .indexes import IndexManager
 from .replica import ReplicaPort, VersionSource
@@ -98,6 +98,14 @@ class Engine:
         if not isinstance(request, dict):
             raise SerializationException("Start of structure or map found where not expected")
         return handler(self, request)
+
+    def handle_many(self, operation: str, requests: list[Any]) -> list[tuple[dict | DynamoError, str | None]]:
+        """Independent PutItem, UpdateItem or DeleteItem requests, validated together and then executed in order
+        (phased.py): per request, its response or DynamoError and the version it read or wrote, exactly as one
+        `handle` call per request would have given them."""
+        from .phased import handle_many
+
+        return handle_many(self, operation, requests)
 
     def handler(self, operation: str) -> Handler:
         handler = self._handlers.get(operation)

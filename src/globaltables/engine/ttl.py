@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from .storage.records import ItemWrite
 
 if TYPE_CHECKING:
-    from .schema import TableDefinition
     from .engine import Engine
+    from .schema import TableDefinition
 
 SCAN_BUDGET = 1000  # items examined per sweep step: a few milliseconds
 MAX_AGE_S = 5 * 365 * 24 * 3600  # TTL values further in the past than this are ignored

@@ -337,8 +337,8 @@ class MemoryStore:
         """Items in (hash, partition key, sort key) order, hashes in [lo, hi), resuming after `start_after`."""
         lo, hi = hash_range
         items = self.items[self._tids[table]]
-        low, low_inclusive = ((lo,), True) if start_after is None or tuple(start_after) < (lo,) else (
-            tuple(start_after), False
+        low, low_inclusive = (
+            ((lo,), True) if start_after is None or tuple(start_after) < (lo,) else (tuple(start_after), False)
         )
         loads = orjson.loads
         # Lazy, so a page that stops at 1 MB reads no further; every caller closes its scan before it writes.
