@@ -8,31 +8,14 @@ import random
 import orjson
 import pytest
 
+from global_engines import TABLE
+from global_engines import global_engine as global_engine_of
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
-from globaltables.replication.hlc import HybridLogicalClock
-from globaltables.replication.versions import HlcVersionSource
-from globaltables.runtime.clock import ManualClock
-
-TABLE = "Orders"
 
 
 def global_engine(store) -> Engine:
-    clock = ManualClock(wall_time=1_700_000_000.0)
-    engine = Engine(
-        store, clock, region="us-east-1", versions=HlcVersionSource(HybridLogicalClock(clock, 500), "us-east-1")
-    )
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
-    engine.replica.make_global(TABLE, ["us-east-1", "eu-west-1"])
-    return engine
+    return global_engine_of("us-east-1", store=store)[0]
 
 
 def random_request(rng: random.Random) -> tuple[str, dict]:

@@ -6,32 +6,14 @@ docs/replication.md is checked without any network.
 
 import pytest
 
+from global_engines import REGIONS, TABLE
+from global_engines import global_engine as make_region
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.replication.hlc import HybridLogicalClock, Version
 from globaltables.replication.messages import Ship, decode, encode
 from globaltables.replication.versions import HlcVersionSource
 from globaltables.runtime.clock import ManualClock
-
-TABLE = "Orders"
-REGIONS = ["eu-west-1", "us-east-1"]
-
-
-def make_region(name, offset_s=0.0, mode="hlc", store=None):
-    clock = ManualClock(wall_time=1_700_000_000.0 + offset_s)
-    hlc = HybridLogicalClock(clock, max_offset_ms=500, mode=mode)
-    engine = Engine(store if store is not None else SqliteStore(None), clock, region=name, versions=HlcVersionSource(hlc, name))
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
-    engine.replica.make_global(TABLE, REGIONS)
-    return engine, clock
 
 
 def key(k):
@@ -65,7 +47,10 @@ def wire(records, lane, after):
 
 @pytest.fixture
 def regions(make_store):
-    (a, clock_a), (b, clock_b) = make_region("us-east-1", store=make_store()), make_region("eu-west-1", store=make_store())
+    (a, clock_a), (b, clock_b) = (
+        make_region("us-east-1", store=make_store()),
+        make_region("eu-west-1", store=make_store()),
+    )
     return a, b, clock_a, clock_b
 
 
@@ -117,7 +102,11 @@ def test_delete_leaves_a_tombstone_that_stops_an_older_write(regions):
     # A put-if-absent sees the tombstoned key as absent.
     a.handle(
         "PutItem",
-        {"TableName": TABLE, "Item": {**key("o-4"), "v": {"S": "again"}}, "ConditionExpression": "attribute_not_exists(pk)"},
+        {
+            "TableName": TABLE,
+            "Item": {**key("o-4"), "v": {"S": "again"}},
+            "ConditionExpression": "attribute_not_exists(pk)",
+        },
     )
     ship(a, b)
     assert get(b, "o-4")["v"]["S"] == "again"
@@ -198,25 +187,13 @@ def test_log_is_kept_until_every_peer_acknowledges(regions):
 
 
 def test_positions_survive_a_restart(tmp_path):
-    clock = ManualClock()
-    hlc = HybridLogicalClock(clock, max_offset_ms=500)
     path = tmp_path / "region.db"
     a, _ = make_region("us-east-1")
     put(a, "r-1", "x")
-    b = Engine(SqliteStore(path), clock, region="eu-west-1", versions=HlcVersionSource(hlc, "eu-west-1"))
-    b.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
-    b.replica.make_global(TABLE, REGIONS)
+    b, clock = make_region("eu-west-1", store=SqliteStore(path))
     positions = ship(a, b)
     b.store.close()
-    reopened = Engine(SqliteStore(path), clock, region="eu-west-1", versions=HlcVersionSource(hlc, "eu-west-1"))
+    reopened = Engine(SqliteStore(path), clock, region="eu-west-1", versions=b.versions)
     for lane, pos in positions.items():
         assert reopened.replica.applied_position("us-east-1", TABLE, lane) == pos
     assert reopened.handle("GetItem", {"TableName": TABLE, "Key": key("r-1")})["Item"]["v"] == {"S": "x"}
@@ -224,18 +201,16 @@ def test_positions_survive_a_restart(tmp_path):
 
 def test_a_restarted_region_stamps_above_everything_it_holds(tmp_path):
     path = tmp_path / "region.db"
-    ahead = ManualClock(wall_time=1_700_000_100.0)
-    engine = Engine(SqliteStore(path), ahead, region="us-east-1", versions=HlcVersionSource(
-        HybridLogicalClock(ahead, max_offset_ms=500), "us-east-1"))
-    engine.handle("CreateTable", {
-        "TableName": TABLE, "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST"})
-    engine.replica.make_global(TABLE, REGIONS)
+    engine, _ahead = make_region("us-east-1", offset_s=100, store=SqliteStore(path))
     before = put(engine, "f-1", "written while the clock ran ahead")
     engine.store.close()
     behind = ManualClock(wall_time=1_700_000_000.0)  # after the restart the wall clock is 100 s earlier
-    restarted = Engine(SqliteStore(path), behind, region="us-east-1", versions=HlcVersionSource(
-        HybridLogicalClock(behind, max_offset_ms=500), "us-east-1"))
+    restarted = Engine(
+        SqliteStore(path),
+        behind,
+        region="us-east-1",
+        versions=HlcVersionSource(HybridLogicalClock(behind, max_offset_ms=500), "us-east-1"),
+    )
     after = put(restarted, "f-2", "a different item")
     assert after > before
 
@@ -243,16 +218,25 @@ def test_a_restarted_region_stamps_above_everything_it_holds(tmp_path):
 def test_a_replicated_ttl_deletion_applies_only_where_the_item_has_expired(regions):
     a, b, clock_a, clock_b = regions
     for engine in (a, b):
-        engine.handle("UpdateTimeToLive", {
-            "TableName": TABLE, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "expires"}})
+        engine.handle(
+            "UpdateTimeToLive",
+            {"TableName": TABLE, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "expires"}},
+        )
     past = str(int(clock_a.wall_time()) - 10)
     for k in ("ttl-still-expired", "ttl-extended"):
         a.handle("PutItem", {"TableName": TABLE, "Item": {**key(k), "expires": {"N": past}}})
     ship(a, b)
     # b extends one item's expiry; the update has not reached a when a's sweeper deletes both.
     future = str(int(clock_b.wall_time()) + 3600)
-    b.handle("UpdateItem", {"TableName": TABLE, "Key": key("ttl-extended"), "UpdateExpression": "SET expires = :f",
-                            "ExpressionAttributeValues": {":f": {"N": future}}})
+    b.handle(
+        "UpdateItem",
+        {
+            "TableName": TABLE,
+            "Key": key("ttl-extended"),
+            "UpdateExpression": "SET expires = :f",
+            "ExpressionAttributeValues": {":f": {"N": future}},
+        },
+    )
     clock_a.advance(1)
     assert a.sweep_expired(100) == 2
     ship(a, b)

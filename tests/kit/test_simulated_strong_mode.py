@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from globaltables.testing import simulate
 from globaltables.testing.simulated_mrsc import MrscSimHarness
+from globaltables.testing.spec import ORDERS_TABLE
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,19 +23,7 @@ STRONG = {
     "mode": "mrsc",
     "regions": [{"name": A}, {"name": B}, {"name": W, "role": "witness"}],
     "links": {"default": {"latency_ms": 10, "jitter_ms": 4}},
-    "tables": [
-        {
-            "TableName": "Orders",
-            "AttributeDefinitions": [
-                {"AttributeName": "customerId", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            "KeySchema": [
-                {"AttributeName": "customerId", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-        }
-    ],
+    "tables": [ORDERS_TABLE],
 }
 KEY = {"customerId": "c", "sk": "1"}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_replay import run_once, scenarios  # noqa: E402
+from test_replay import run_once, scenarios
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from globaltables.testing import has
+from globaltables.testing.spec import ORDERS_TABLE
 
 A, B, C = "us-east-1", "eu-west-1", "ap-southeast-1"
 
@@ -23,19 +24,7 @@ def skewed(conflict_clock: str) -> dict:
         "conflict_clock": conflict_clock,
         "regions": [{"name": A}, {"name": B, "clock_offset_ms": -300}, {"name": C}],
         "links": {"default": {"latency_ms": 40, "jitter_ms": 2}},
-        "tables": [
-            {
-                "TableName": "Orders",
-                "AttributeDefinitions": [
-                    {"AttributeName": "customerId", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                ],
-                "KeySchema": [
-                    {"AttributeName": "customerId", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-            }
-        ],
+        "tables": [ORDERS_TABLE],
     }
 
 

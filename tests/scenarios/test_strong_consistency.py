@@ -24,6 +24,8 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 
+from globaltables.testing.spec import ORDERS_TABLE
+
 A, B, W = "us-east-1", "us-east-2", "us-west-2"
 REFUSALS = {"ConditionalCheckFailedException", "ReplicatedWriteConflictException"}
 RWCE = "ReplicatedWriteConflictException"
@@ -34,19 +36,7 @@ STRONG = {
     "mode": "mrsc",
     "regions": [{"name": A}, {"name": B}, {"name": W, "role": "witness"}],
     "links": {"default": {"latency_ms": 10, "jitter_ms": 1}},
-    "tables": [
-        {
-            "TableName": "Orders",
-            "AttributeDefinitions": [
-                {"AttributeName": "customerId", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            "KeySchema": [
-                {"AttributeName": "customerId", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-        }
-    ],
+    "tables": [ORDERS_TABLE],
 }
 
 pytestmark = [pytest.mark.globaltables(topology=STRONG, modes=("sim", "process")), pytest.mark.timeout(180)]
@@ -54,7 +44,7 @@ SIM_ONLY = pytest.mark.globaltables(topology=STRONG, modes=("sim",))
 
 
 def outcome(result: object) -> str:
-    """"ok" for an answer, the error code for a refused call; anything else fails the test."""
+    """ "ok" for an answer, the error code for a refused call; anything else fails the test."""
     if isinstance(result, ClientError):
         return result.response["Error"]["Code"]
     if isinstance(result, Exception):

@@ -125,6 +125,23 @@ class SimRegion:
         self.store = reopen(self.store)
 
 
+def scan_items(engine: Engine, table: str, *, consistent: bool = True) -> dict[str, dict]:
+    """key_id -> item of every item of an engine's table, read with paginated Scans (consistent ones unless told
+    otherwise), in key_id order."""
+    names = engine.table(table).key_attribute_names()
+    result: dict[str, dict] = {}
+    request: dict[str, Any] = {"TableName": table, "ConsistentRead": consistent}
+    while True:
+        response = engine.handle("Scan", request)
+        for item in response["Items"]:
+            result[key_id({name: item[name] for name in names})] = item
+        last = response.get("LastEvaluatedKey")
+        if not last:
+            break
+        request = {**request, "ExclusiveStartKey": last}
+    return dict(sorted(result.items()))
+
+
 def reopen(store: Any) -> Any:
     """What a restarted process finds on disk: a fresh store holding exactly the committed data of `store` (an
     in-memory store cannot be opened twice; the engine's hooks and caches stay with the old object)."""
@@ -344,19 +361,7 @@ class SimCluster:
 
     def items(self, region: str, table: str) -> dict[str, dict]:
         """key_id -> item of every item the region's table holds, read with paginated consistent Scans."""
-        engine = self.regions[region].engine
-        names = engine.table(table).key_attribute_names()
-        result: dict[str, dict] = {}
-        request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-        while True:
-            response = engine.handle("Scan", request)
-            for item in response["Items"]:
-                result[key_id({name: item[name] for name in names})] = item
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            request = {**request, "ExclusiveStartKey": last}
-        return dict(sorted(result.items()))
+        return scan_items(self.regions[region].engine, table)
 
     def final_states(self) -> dict[str, dict[str, dict[str, dict]]]:
         """{region: {table: {key_id: item}}}, the checkers' shape."""

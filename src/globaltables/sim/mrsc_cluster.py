@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..chaos.history import History, key_id
+from ..chaos.history import History
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
 from ..engine.operations import delete_item, put_item, update_item
@@ -35,7 +35,7 @@ from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.rng import Rng
 from .clock import SimClock
-from .cluster import DEFAULT_TABLE, NodeDriver, reopen
+from .cluster import DEFAULT_TABLE, NodeDriver, reopen, scan_items
 from .loop import Scheduler
 from .network import LinkSettings, SimNetwork
 
@@ -400,19 +400,7 @@ class MrscCluster:
         engine = self.members[region].engine
         if engine is None:
             return {}
-        table = table or self.table_name
-        names = engine.table(table).key_attribute_names()
-        result: dict[str, dict] = {}
-        request: dict[str, Any] = {"TableName": table}
-        while True:
-            response = engine.handle("Scan", request)
-            for item in response["Items"]:
-                result[key_id({name: item[name] for name in names})] = item
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            request = {**request, "ExclusiveStartKey": last}
-        return dict(sorted(result.items()))
+        return scan_items(engine, table or self.table_name, consistent=False)
 
     def trace(self) -> str:
         """The network journal as text (one line per send, delivery, drop and fault)."""

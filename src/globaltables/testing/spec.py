@@ -13,6 +13,19 @@ import yaml
 from ..experiment.topology import Topology, load_topology, parse_topology
 
 # Three MREC regions with realistic one-way delays and one table, `Orders`, keyed by (customerId, sk).
+# The table of the default topology, and of most examples: a customer's orders, one item per (customerId, sk).
+ORDERS_TABLE: dict[str, Any] = {
+    "TableName": "Orders",
+    "AttributeDefinitions": [
+        {"AttributeName": "customerId", "AttributeType": "S"},
+        {"AttributeName": "sk", "AttributeType": "S"},
+    ],
+    "KeySchema": [
+        {"AttributeName": "customerId", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ],
+}
+
 DEFAULT_TOPOLOGY: dict[str, Any] = {
     "name": "kit-default",
     "mode": "mrec",
@@ -23,19 +36,7 @@ DEFAULT_TOPOLOGY: dict[str, Any] = {
             {"from": "us-east-1", "to": "ap-southeast-1", "latency_ms": 110, "jitter_ms": 5, "bidirectional": True}
         ],
     },
-    "tables": [
-        {
-            "TableName": "Orders",
-            "AttributeDefinitions": [
-                {"AttributeName": "customerId", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            "KeySchema": [
-                {"AttributeName": "customerId", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-        }
-    ],
+    "tables": [ORDERS_TABLE],
 }
 
 
