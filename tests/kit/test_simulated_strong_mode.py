@@ -140,3 +140,17 @@ def test_a_failing_node_gives_a_generic_500_as_the_region_process_does(monkeypat
             harness.table().put(A, {**KEY, "v": 1})
         assert failed.value.response["Error"] == {"Code": "InternalServerError", "Message": "Internal server error"}
         harness.wait_converged()  # nothing was left in flight
+
+
+def test_a_strong_write_named_by_table_arn_takes_the_strong_path():
+    # Routing to the commit protocol depends on the table a request names: an ARN must route as its name does, or a
+    # strong table would be written locally and never reach the other replica.
+    arn = f"arn:aws:dynamodb:{A}:000000000000:table/Orders"
+    with simulate(STRONG, seed=2) as harness:
+        harness.client(A).put_item(TableName=arn, Item={"customerId": {"S": "c"}, "sk": {"S": "arn"}})
+        got = harness.client(B).get_item(
+            TableName=f"arn:aws:dynamodb:{B}:000000000000:table/Orders",
+            Key={"customerId": {"S": "c"}, "sk": {"S": "arn"}},
+            ConsistentRead=True,
+        )
+        assert got["Item"]["sk"] == {"S": "arn"}

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runtime.clock import Clock
-from . import streams
+from . import streams, table_arns
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
@@ -27,6 +27,7 @@ from .schema import TableDefinition
 from .storage.records import ItemWrite, TokenRecord
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
+from .table_arns import BATCH_OPERATIONS, is_arn
 from .ttl import TtlSweeper
 
 Handler = Callable[["Engine", dict], dict]
@@ -97,6 +98,14 @@ class Engine:
         handler = self.handler(operation)
         if not isinstance(request, dict):
             raise SerializationException("Start of structure or map found where not expected")
+        if (
+            is_arn(request.get("TableName"))
+            or "TransactItems" in request
+            or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
+        ):
+            request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
+            if given:
+                return table_arns.restore_batch_keys(handler(self, request), given)
         return handler(self, request)
 
     def handle_many(self, operation: str, requests: list[Any]) -> list[tuple[dict | DynamoError, str | None]]:

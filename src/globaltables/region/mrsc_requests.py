@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from ..engine import strong_requests
+from ..engine import strong_requests, table_arns
 from ..engine.errors import (
     DynamoError,
     InternalServerError,
@@ -101,6 +101,13 @@ class MrscRequests:
             return self._witness(service, operation, request)
         if service != wire.DYNAMODB_SERVICE:
             return engine.handle_streams(operation, request)
+        # Table ARNs become names first: whether a request takes the strong path depends on the table it names.
+        request, given = table_arns.resolve(engine, operation, request)
+        response = yield from self._route(operation, request)
+        return table_arns.restore_batch_keys(response, given) if given else response
+
+    def _route(self, operation: str, request: Any) -> Steps:
+        engine = self.engine
         if operation in strong_requests.WRITE_OPERATIONS and strong_requests.touches_strong(engine, operation, request):
             return (yield from self._write(operation, request))
         consistent = isinstance(request, dict) and request.get("ConsistentRead") is True
