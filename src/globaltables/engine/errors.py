@@ -75,6 +75,10 @@ class ResourceInUseException(DynamoError):
     pass
 
 
+class TableNotFoundException(DynamoError):
+    """What the continuous-backups operations raise for a table that does not exist (not ResourceNotFound)."""
+
+
 class LimitExceededException(DynamoError):
     pass
 

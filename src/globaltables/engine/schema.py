@@ -190,6 +190,9 @@ class TableDefinition:
     # Strong mode (MRSC, engine/strong.py): {"replicas": [...], "witness": name | None}; None for every other table.
     # Kept apart from `replicas`, which drives MREC's change log and links.
     strong: dict | None = None
+    # Point-in-time recovery as last set by UpdateContinuousBackups: {"RecoveryPeriodInDays": n, "Since": epoch s}
+    # while enabled, None while disabled (describe_continuous_backups.py).
+    point_in_time_recovery: dict | None = None
 
     def index(self, name: str) -> IndexDefinition | None:
         for index in (*self.gsis, *self.lsis):
