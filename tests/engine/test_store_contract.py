@@ -200,3 +200,13 @@ def test_dropping_a_table_drops_its_tombstones_and_positions() -> None:
         store.save_table("alpha", {"TableName": "alpha"})  # a new table of the same name gets a new id
         assert list(store.table_tombstones("alpha")) == [] and store.position("applied", "x", "alpha", 0) == 0
         assert store.highest_version() is None, kind
+
+
+def test_settings_are_kept_by_key() -> None:
+    for kind in ("sqlite", "memory"):
+        store = fresh(kind)
+        assert store.setting("declared-table:alpha") is None
+        store.save_setting("declared-table:alpha", '{"replicas": ["a", "b"]}')
+        store.save_setting("declared-table:alpha", '{"replicas": ["a"]}')
+        assert store.setting("declared-table:alpha") == '{"replicas": ["a"]}', kind
+    assert fresh("memory").snapshot().setting("x") is None

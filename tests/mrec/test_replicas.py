@@ -246,3 +246,31 @@ def test_metrics_report_lag_for_every_link(cluster: Cluster) -> None:
         assert pending == set(others)
         lag = cluster.status(region)["replication_lag"]
         assert {(entry["source_region"], entry["table"]) for entry in lag} >= {(o, "Items") for o in others}
+
+
+def test_a_restart_keeps_the_replica_changes_made_through_the_api(cluster: Cluster) -> None:
+    # "Items" is declared in the topology file over all three regions. Removing a replica through the API is the
+    # table's membership from then on: a region restarted on its data must neither bring the replica back as a peer
+    # nor, in the region that lost it, recreate the table.
+    us = cluster.clients[US]
+    us.update_table(TableName="Items", ReplicaUpdates=[{"Delete": {"RegionName": AP}}])
+    wait_until(
+        lambda: AP not in replicas(cluster, US, "Items") and AP not in replicas(cluster, EU, "Items"),
+        SETTLE_TIMEOUT_S,
+        "the replica to leave",
+    )
+    ap = cluster.clients[AP]
+    wait_until(
+        lambda: error_of(lambda: ap.describe_table(TableName="Items"))[0] == "ResourceNotFoundException",
+        SETTLE_TIMEOUT_S,
+        "ap-southeast-1's replica to go",
+    )
+    for region in (US, AP):
+        cluster.supervise(region, "crash")
+        cluster.supervise(region, "restart")
+    assert replicas(cluster, US, "Items") == {US: "ACTIVE", EU: "ACTIVE"}
+    assert error_of(lambda: ap.describe_table(TableName="Items"))[0] == "ResourceNotFoundException"
+    assert not [link for link in cluster.status(US)["links"] if link["table"] == "Items" and link["peer"] == AP]
+    us.put_item(TableName="Items", Item={"id": {"S": "after-restart"}})
+    wait_until(lambda: "Item" in cluster.clients[EU].get_item(TableName="Items", Key={"id": {"S": "after-restart"}}),
+               30, "us -> eu after the restart")  # fmt: skip

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from ..engine.engine import Engine
@@ -136,14 +137,22 @@ class ReplicationHost(RegionHost):
             self.hlc.observe_floor(Version.parse(floor).stamp)
         replicas = sorted(set(self.settings.replicas) | {self.region})
         lanes = self.settings.config.lanes
+        store = self.engine.store
         for request in self.settings.tables:
             name = request["TableName"]
+            # The topology's replica list is applied when it differs from the one applied last time: a restart
+            # with an unchanged topology file keeps what UpdateTable ReplicaUpdates made of the table since (a
+            # replica added or removed, this region's own replica deleted), and an edited topology file wins.
+            declared = orjson.dumps({"replicas": replicas, "lanes": lanes}).decode()
+            if store.setting(f"declared-table:{name}") == declared:
+                continue
             if name not in self.engine.tables:
                 with contextlib.suppress(ResourceInUseException):
                     self.engine.handle("CreateTable", dict(request))
             table = self.engine.tables[name]
             if sorted(table.replicas) != replicas or table.replication_lanes != lanes:
                 self.engine.replica.make_global(name, replicas, lanes)
+            store.save_setting(f"declared-table:{name}", declared)
         self.engine.store.commit_hooks.append(self._commit_hook)
         self._read_peers_file()
 

@@ -127,6 +127,7 @@ class MemoryStore:
         self.tombstones: dict[int, dict[tuple[bytes, bytes], tuple[str, float]]] = {}
         self.positions: dict[tuple[str, str, int, int], int] = {}
         self.tokens: dict[str, tuple[bytes, float]] = {}
+        self.settings: dict[str, str] = {}
         # The change log (memory_change_log_store.py): tid -> {seq: row}, with the order of seqs and of each lane's
         # local records as ascending lists; streams by ARN; trim floors; tables registered for retention.
         self.log_rows: dict[int, dict[int, tuple]] = {}
@@ -176,6 +177,12 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+    def setting(self, key: str) -> str | None:
+        return self.settings.get(key)
+
+    def save_setting(self, key: str, value: str) -> None:
+        self.settings[key] = value
 
     # ------------------------------------------------------------------------------------------- table definitions
 

@@ -169,6 +169,14 @@ class SqliteStore:
     def close(self) -> None:
         self.db.close()
 
+    def setting(self, key: str) -> str | None:
+        """A value the region keeps about itself across restarts (not about any one table's items)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", ("setting:" + key,)).fetchone()
+        return None if row is None else (row[0].decode() if isinstance(row[0], bytes) else str(row[0]))
+
+    def save_setting(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("setting:" + key, value))
+
     # ------------------------------------------------------------------------------------------- table definitions
 
     def load_tables(self) -> dict[str, dict]:
