@@ -155,3 +155,21 @@ def test_overlapping_contradictory_faults_are_refused():
             {"at": "0s", "do": "skew", "region": "us-east-1", "offset": "+1s", "for": "5s"},
             {"at": "2s", "do": "skew", "region": "us-east-1", "offset": "-1s", "for": "5s"},
         ]}, REGIONS, source="chaos/x.yaml")  # fmt: skip
+
+
+def test_bandwidth_caps_and_stalls_act_on_the_simulated_links_as_on_real_ones():
+    # A stall holds us-east-1 -> eu-west-1 for 2 s (nothing lost: it all arrives when the stall ends), then a cap of
+    # 1 KB/s makes the link's messages queue behind each other; every write still converges with LWW winners.
+    document = {
+        "steps": [
+            {"at": "0s", "do": "stall", "between": ["us-east-1", "eu-west-1"], "for": "2s"},
+            {"at": "2s", "do": "bandwidth", "between": ["us-east-1", "eu-west-1"], "kbps": 1, "for": "3s"},
+        ]
+    }
+    cluster = run_schedule(document, seed=4)
+    final = cluster.final_states()
+    assert check_convergence(final, history=cluster.history).passed
+    assert check_lww(cluster.history, final).passed
+    stats = cluster.network.statistics()
+    assert stats["dropped"]["loss"] == 0  # a stall is not loss
+    assert stats["delivered"] > 0

@@ -206,3 +206,33 @@ def test_throughput_of_the_simulated_network_is_enough_for_bulk_experiments():
     assert len(recorder.arrivals) == n
     # ~240,000 messages per second measured without the journal; the bound leaves room for a loaded machine.
     assert n / elapsed > 30_000, f"{n / elapsed:.0f} messages per second"
+
+
+def test_a_bandwidth_cap_makes_each_message_wait_for_the_ones_before_it():
+    # 10 KB/s: a 1,000-byte message takes 100 ms to go through, and the cap is shared by the link's lanes.
+    scheduler, network, recorder = make(LinkSettings(latency_ms=5))
+    network.update_link("a", "b", bandwidth_kbps=10)
+    for i in range(5):
+        send_at(scheduler, network, 0, Envelope("a", "b", "m", i, body=b"x" * 1000, lane=i % 2))
+    send_at(scheduler, network, 0, Envelope("b", "a", "m", 99, body=b"x" * 1000))  # the other direction: no cap
+    scheduler.run_until_idle()
+    arrivals = {envelope.msg_id: now for now, envelope in recorder.arrivals}
+    assert [arrivals[i] for i in range(5)] == [100_000 * (i + 1) + 5_000 for i in range(5)]
+    assert arrivals[99] == 5_000
+    network.heal()  # back to no cap: the next message only pays its latency
+    send_at(scheduler, network, 1_000_000, Envelope("a", "b", "m", 5, body=b"x" * 1000))
+    scheduler.run_until_idle()
+    assert recorder.arrivals[-1][0] == 1_005_000
+
+
+def test_a_stall_holds_messages_and_lets_them_go_in_order_when_it_ends():
+    scheduler, network, recorder = make(LinkSettings(latency_ms=10))
+    network.update_link("a", "b", stalled=True)
+    for i in range(4):
+        send_at(scheduler, network, i * 1_000, Envelope("a", "b", "m", i, lane=0))
+    scheduler.run_until_us(500_000)
+    assert recorder.arrivals == [] and network.dropped["loss"] == 0
+    network.heal()  # the stall ends at 0.5 s
+    scheduler.run_until_idle()
+    assert [(now, envelope.msg_id) for now, envelope in recorder.arrivals] == [(510_000, i) for i in range(4)]
+    assert network.statistics()["delivered"] == 4

@@ -128,8 +128,8 @@ class RegionControlTarget:
 
 class SimTarget:
     """A `SimCluster` (duck-typed: chaos sits above sim). Waiting runs the scheduler, so the workload scheduled on
-    it runs between faults. The simulated network has no bandwidth cap; a stall is modelled as a link that loses
-    everything until it ends (the senders' retransmissions then drain the backlog)."""
+    it runs between faults. Bandwidth caps and stalls act as on the region processes' links: a cap makes each message
+    wait for the ones before it, a stall holds messages and lets them go in order when it ends."""
 
     def __init__(self, cluster: Any) -> None:
         self.cluster = cluster
@@ -154,10 +154,6 @@ class SimTarget:
         if not changes:
             return
         changes = dict(changes)
-        if changes.pop("bandwidth_kbps", None):
-            raise TargetError("the simulated network has no bandwidth cap")
-        if changes.pop("stalled", False):
-            changes["loss"] = 1.0
         changes.pop("loss_burst", None)
         network.set_link(source, target, network.link_settings(source, target).replace(**changes))
 

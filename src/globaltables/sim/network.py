@@ -56,11 +56,16 @@ class LinkSettings:
     reorder: float = 0.0
     reorder_ms: float = 0.0
     fifo: bool = True
+    # As the region process's links (region/link_faults.py): a cap in kilobytes per second shared by every message
+    # of the directed link (each waits for the ones before it to be transmitted, size / bandwidth each), and a stall
+    # that holds every message until it ends, then lets them go in the order they were sent.
+    bandwidth_kbps: float = 0.0  # 0: unlimited
+    stalled: bool = False
 
     def __post_init__(self) -> None:
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution: {self.distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
-        for name in ("latency_ms", "jitter_ms", "reorder_ms"):
+        for name in ("latency_ms", "jitter_ms", "reorder_ms", "bandwidth_kbps"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
         for name in ("loss", "duplicate", "reorder"):
@@ -77,9 +82,12 @@ class _Link:
     """One directed link's compiled settings, its random stream and its lanes' last delivery times."""
 
     __slots__ = (
+        "bandwidth_kbps",
+        "busy_until_us",
         "distribution",
         "duplicate",
         "fifo",
+        "held",
         "jitter_ms",
         "lane_last",
         "latency_us",
@@ -89,12 +97,21 @@ class _Link:
         "reorder_us",
         "rng",
         "settings",
+        "stalled",
     )
 
     def __init__(self, settings: LinkSettings, rng: Rng) -> None:
         self.rng = rng
         self.lane_last: dict[int, int] = {}
+        self.busy_until_us = 0  # when the bandwidth cap has transmitted everything queued so far
+        self.held: list[Envelope] = []  # sent while the link is stalled, in order
         self.apply(settings)
+
+    def transmitted_us(self, now: int, size: int) -> int:
+        """When a message of `size` bytes sent at `now` has gone through the bandwidth cap."""
+        start = max(now, self.busy_until_us)
+        self.busy_until_us = start + round(size * 1000 / self.bandwidth_kbps)
+        return self.busy_until_us
 
     def apply(self, settings: LinkSettings) -> None:
         self.settings = settings
@@ -108,6 +125,8 @@ class _Link:
         self.reorder = settings.reorder
         self.reorder_us = round(settings.reorder_ms * 1000)
         self.fifo = settings.fifo
+        self.bandwidth_kbps = settings.bandwidth_kbps
+        self.stalled = settings.stalled
 
     def sample_delay_us(self) -> int:
         distribution = self.distribution
@@ -124,6 +143,15 @@ class _Link:
         else:  # pareto, shifted so the minimum extra is 0
             extra = jitter * (rng.paretovariate(self.pareto_alpha) - 1.0)
         return self.latency_us + round(extra * 1000)
+
+
+def body_size(body: bytes | dict[str, Any] | None) -> int:
+    """Bytes a message body takes on the wire (a dict body: its JSON)."""
+    if body is None:
+        return 0
+    if isinstance(body, (bytes, bytearray)):
+        return len(body)
+    return len(orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS))
 
 
 def body_digest(body: bytes | dict[str, Any] | None) -> str:
@@ -171,19 +199,29 @@ class SimNetwork:
     def send(self, envelope: Envelope) -> None:
         src = envelope.src
         dest = envelope.dest
-        scheduler = self.scheduler
-        now = scheduler.now_us
-        journal = self.journal
         self.sent += 1
         links = self._links.get(src)
         link = links.get(dest) if links is not None else None
         if link is None:
             link = self._new_link(src, dest)
+        self._transmit(envelope, link)
+
+    def _transmit(self, envelope: Envelope, link: _Link) -> None:
+        src = envelope.src
+        dest = envelope.dest
+        scheduler = self.scheduler
+        now = scheduler.now_us
+        journal = self.journal
         grudge = self._grudges.get(dest)
         if grudge is not None and src in grudge:
             self.dropped["partition"] += 1
             if journal is not None:
                 journal.append((now, "drop-partition", envelope, None))
+            return
+        if link.stalled:
+            link.held.append(envelope)
+            if journal is not None:
+                journal.append((now, "hold-stalled", envelope, None))
             return
         rng = link.rng
         if link.loss and rng.random() < link.loss:
@@ -191,7 +229,9 @@ class SimNetwork:
             if journal is not None:
                 journal.append((now, "drop-loss", envelope, None))
             return
-        when = now + link.sample_delay_us()
+        when = (
+            link.transmitted_us(now, body_size(envelope.body)) if link.bandwidth_kbps else now
+        ) + link.sample_delay_us()
         if link.reorder and rng.random() < link.reorder:
             # Held back outside the lane order: later messages of the lane may overtake it.
             when += link.reorder_us
@@ -266,6 +306,10 @@ class SimNetwork:
         link = self._links.get(src, {}).get(dest)
         if link is not None:
             link.apply(self.link_settings(src, dest))
+            if not link.stalled and link.held:
+                held, link.held = link.held, []
+                for envelope in held:  # the stall is over: what it held goes now, in the order it was sent
+                    self._transmit(envelope, link)
 
     # -- partitions ---------------------------------------------------------------------------------------------
 
