@@ -236,3 +236,19 @@ def test_a_stall_holds_messages_and_lets_them_go_in_order_when_it_ends():
     scheduler.run_until_idle()
     assert [(now, envelope.msg_id) for now, envelope in recorder.arrivals] == [(510_000, i) for i in range(4)]
     assert network.statistics()["delivered"] == 4
+
+
+def test_bursty_loss_keeps_its_rate_and_loses_in_runs():
+    # The region processes' model (runtime/bursty_loss.py): 20% lost in the long run, in bursts of 5 on average.
+    scheduler, network, recorder = make(LinkSettings(latency_ms=1))
+    network.update_link("a", "b", loss=0.2, loss_burst=5)
+    n = 20_000
+    for i in range(n):
+        send_at(scheduler, network, i, Envelope("a", "b", "m", i))
+    scheduler.run_until_idle()
+    arrived = {envelope.msg_id for _, envelope in recorder.arrivals}
+    lost = [i for i in range(n) if i not in arrived]
+    lost_set = set(lost)
+    runs = sum(1 for i in lost if i - 1 not in lost_set)
+    assert 0.17 < len(lost) / n < 0.23
+    assert 4 < len(lost) / runs < 6  # independent losses at 20% would give runs of 1.25 on average

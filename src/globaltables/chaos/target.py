@@ -154,7 +154,6 @@ class SimTarget:
         if not changes:
             return
         changes = dict(changes)
-        changes.pop("loss_burst", None)
         network.set_link(source, target, network.link_settings(source, target).replace(**changes))
 
     def set_clock(self, region, offset_ms, bump_ms, drift_ppm, strobe) -> None:

@@ -23,6 +23,8 @@ import math
 import random
 from typing import Any
 
+from ..runtime.bursty_loss import lose
+
 DISTRIBUTIONS = ("constant", "uniform", "normal", "exponential", "pareto")
 FIELDS = (
     "distribution", "pareto_alpha", "loss", "loss_burst", "duplicate", "reorder", "reorder_ms", "bandwidth_kbps",
@@ -113,16 +115,8 @@ class LinkFaultState:
         return extra / 1000.0
 
     def lose(self) -> bool:
-        fault, rng = self.fault, self.rng
-        if not fault.loss:
-            return False
-        if fault.loss_burst <= 1 or fault.loss >= 1:
-            return rng.random() < fault.loss
-        # Gilbert-Elliott with a lossless good state and a lossy bad state: stationary P(bad) = loss.
-        leave_bad = 1.0 / fault.loss_burst
-        enter_bad = fault.loss * leave_bad / (1.0 - fault.loss)
-        self.bad = (rng.random() >= leave_bad) if self.bad else (rng.random() < enter_bad)
-        return self.bad
+        lost, self.bad = lose(self.rng, self.fault.loss, self.fault.loss_burst, self.bad)
+        return lost
 
     def transmission_s(self, now: float, size: int) -> float:
         """Seconds until a message of `size` bytes queued at `now` has gone through the bandwidth cap."""

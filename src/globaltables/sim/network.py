@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from ..runtime.bursty_loss import lose
 from ..runtime.rng import Rng
 from ..runtime.transport import Envelope, ReceiveHandler
 from .loop import Scheduler
@@ -52,6 +53,7 @@ class LinkSettings:
     distribution: str = "uniform"
     pareto_alpha: float = 2.0
     loss: float = 0.0
+    loss_burst: float = 1.0  # mean burst length in messages (runtime/bursty_loss.py); 1: independent losses
     duplicate: float = 0.0
     reorder: float = 0.0
     reorder_ms: float = 0.0
@@ -71,6 +73,8 @@ class LinkSettings:
         for name in ("loss", "duplicate", "reorder"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}: must be a probability in [0, 1], got {getattr(self, name)!r}")
+        if not self.loss_burst >= 1:
+            raise ValueError(f"loss_burst: must be >= 1 (mean burst length in messages), got {self.loss_burst!r}")
         if not self.pareto_alpha > 0:
             raise ValueError(f"pareto_alpha: must be > 0, got {self.pareto_alpha!r}")
 
@@ -82,6 +86,7 @@ class _Link:
     """One directed link's compiled settings, its random stream and its lanes' last delivery times."""
 
     __slots__ = (
+        "bad",
         "bandwidth_kbps",
         "busy_until_us",
         "distribution",
@@ -92,6 +97,7 @@ class _Link:
         "lane_last",
         "latency_us",
         "loss",
+        "loss_burst",
         "pareto_alpha",
         "reorder",
         "reorder_us",
@@ -103,6 +109,7 @@ class _Link:
     def __init__(self, settings: LinkSettings, rng: Rng) -> None:
         self.rng = rng
         self.lane_last: dict[int, int] = {}
+        self.bad = False  # in the bursty-loss model's losing state
         self.busy_until_us = 0  # when the bandwidth cap has transmitted everything queued so far
         self.held: list[Envelope] = []  # sent while the link is stalled, in order
         self.apply(settings)
@@ -121,6 +128,7 @@ class _Link:
         self.distribution = "constant" if settings.jitter_ms == 0 else settings.distribution
         self.pareto_alpha = settings.pareto_alpha
         self.loss = settings.loss
+        self.loss_burst = settings.loss_burst
         self.duplicate = settings.duplicate
         self.reorder = settings.reorder
         self.reorder_us = round(settings.reorder_ms * 1000)
@@ -224,7 +232,7 @@ class SimNetwork:
                 journal.append((now, "hold-stalled", envelope, None))
             return
         rng = link.rng
-        if link.loss and rng.random() < link.loss:
+        if link.loss and self._lost(link):
             self.dropped["loss"] += 1
             if journal is not None:
                 journal.append((now, "drop-loss", envelope, None))
@@ -253,6 +261,13 @@ class SimNetwork:
             if journal is not None:
                 journal.append((now, "duplicate", envelope, copy_when))
             scheduler.call_at_us(copy_when, self._deliver, envelope)
+
+    @staticmethod
+    def _lost(link: _Link) -> bool:
+        if link.loss_burst <= 1:
+            return link.rng.random() < link.loss  # (the common case, without the call)
+        lost, link.bad = lose(link.rng, link.loss, link.loss_burst, link.bad)
+        return lost
 
     def _deliver(self, envelope: Envelope) -> None:
         journal = self.journal
