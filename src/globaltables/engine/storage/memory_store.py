@@ -99,11 +99,7 @@ def partition_bounds(
 
 def tighter(bound: tuple[bytes, bool] | None, after: bytes, forward: bool) -> tuple[bytes, bool]:
     """A sort-key bound narrowed to "strictly after `after` in the direction of travel" (ExclusiveStartKey)."""
-    if bound is None:
-        return after, False
-    if (after > bound[0]) if forward else (after < bound[0]):
-        return after, False
-    if after == bound[0]:
+    if bound is None or ((after >= bound[0]) if forward else (after <= bound[0])):
         return after, False
     return bound
 
@@ -121,7 +117,7 @@ class MemoryStore:
         self._next_tid = 1
         # tid -> SortedTable[(h, pk, sk)] = (item bytes, size, version)
         self.items: dict[int, SortedTable] = {}
-        # tid -> [item count, total item bytes]
+        # tid -> (item count, total item bytes)
         self.stats: dict[int, tuple[int, int]] = {}
         # tid -> {(pk, sk): (version, deleted_at)}
         self.tombstones: dict[int, dict[tuple[bytes, bytes], tuple[str, float]]] = {}
