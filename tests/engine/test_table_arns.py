@@ -14,16 +14,20 @@ ARN = "arn:aws:dynamodb:us-east-1:000000000000:table/Orders"
 @pytest.fixture
 def engine(make_store) -> Engine:
     engine = Engine(make_store(), ManualClock(), region="us-east-1")
+    create(engine, "Orders")
+    return engine
+
+
+def create(engine: Engine, name: str) -> None:
     engine.handle(
         "CreateTable",
         {
-            "TableName": "Orders",
+            "TableName": name,
             "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
             "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
             "BillingMode": "PAY_PER_REQUEST",
         },
     )
-    return engine
 
 
 def error(engine: Engine, operation: str, request: dict) -> DynamoError:
@@ -40,15 +44,7 @@ def test_a_batch_naming_one_table_twice_by_name_and_arn_is_refused(engine):
 
 def test_a_batch_mixing_names_and_arns_answers_each_as_it_was_asked(engine):
     engine.handle("PutItem", {"TableName": "Orders", "Item": {"pk": {"S": "a"}}})
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": "Other",
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    create(engine, "Other")
     keys = {"Keys": [{"pk": {"S": "a"}}]}
     got = engine.handle("BatchGetItem", {"RequestItems": {ARN: keys, "Other": keys}})
     assert got["Responses"] == {ARN: [{"pk": {"S": "a"}}], "Other": []}
