@@ -25,6 +25,7 @@ from .replica import ReplicaPort, VersionSource
 from .replica_membership import ReplicaMembership
 from .schema import TableDefinition
 from .storage.records import ItemWrite, TokenRecord
+from .storage.memory_store import MemoryStore
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
 from .table_arns import BATCH_OPERATIONS, is_arn
@@ -49,7 +50,7 @@ class Engine:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: SqliteStore | MemoryStore,
         clock: Clock,
         region: str = "us-east-1",
         account: str = "000000000000",

@@ -167,7 +167,7 @@ class ReplicaPort:
         """LWW-merge a lane's records after the applied position, in one transaction with the new position.
 
         Returns (applied position, versions that won). The stored versions of the batch's keys are read in one
-        batched query (`SqliteStore.get_records`), not one or two per record; the HLC receive rule runs once, on
+        batched read (the store's `get_records`), not one or two per record; the HLC receive rule runs once, on
         the batch's greatest version (the records' versions are order-preserving strings): the clock ends above
         every version of the batch, as the rule requires, at the cost of one parse instead of one per record.
         """

@@ -6,7 +6,7 @@ the order the region received them. For the same reason no real TransactionConfl
 one is reported only where faults.py injects it.
 
 Idempotency (TransactWriteItems' ClientRequestToken, which boto3 fills in by itself when the caller does not).
-- A token is recorded when its transaction commits, in the same SQLite transaction as the items
+- A token is recorded when its transaction commits, in the same store transaction as the items
   (`Engine.commit(writes, token)`), so the record exists exactly when the writes do and survives a restart.
 - It is valid for 10 minutes on the engine's clock. Within that window the same token with the same TransactItems
   returns success without applying anything again; with different TransactItems, IdempotentParameterMismatch.

@@ -9,7 +9,7 @@ Each step finishes for every action before the next one starts, so a refused req
 4. every action is evaluated against the current item (injected conflict, condition, new item, its size) and gets
    a cancellation reason, `{"Code": "None"}` when fine;
 5. any failure cancels the whole transaction (TransactionCanceledException, reasons in request order, nothing
-   written); otherwise all writes and the token record commit through one `Engine.commit`, one SQLite transaction.
+   written); otherwise all writes and the token record commit through one `Engine.commit`, one store transaction.
 Serializable by construction: see engine/transactions.py.
 """
 
