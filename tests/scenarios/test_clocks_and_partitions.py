@@ -67,3 +67,17 @@ def test_a_region_rejoining_after_a_long_partition_catches_up_both_ways(topology
     assert topology.now() - healed_at <= 260
     assert len([key for key in final["Orders"] if customer in key]) == 21
     assert global_table.read(C, {"customerId": customer, "sk": "shared"})["last"] == "a9"
+
+
+@pytest.mark.globaltables(modes=("sim", "process"))
+def test_a_stalled_link_holds_replication_and_loses_nothing(topology, global_table, customer):
+    # A stall is not a partition: what A sends B waits on the link and arrives, in order, when the stall ends.
+    topology.impair(A, B, stalled=True)
+    for n in range(3):
+        global_table.put(A, {"customerId": customer, "sk": f"held#{n}", "n": n})
+    topology.advance(1.0)
+    assert global_table.read(B, {"customerId": customer, "sk": "held#0"}) is None
+    assert global_table.read(C, {"customerId": customer, "sk": "held#0"}) is not None  # only A -> B is stalled
+    topology.heal()
+    for n in range(3):
+        global_table.assert_eventually(B, {"customerId": customer, "sk": f"held#{n}"}, has(n=n), within=5.0)

@@ -8,7 +8,7 @@ is defined here, with the same meaning in both modes:
   - `concurrently(*calls)`: zero-argument callables started "at the same time"; their results in argument order,
     an exception standing in for the result of a call that raised.
   - `advance(seconds)`: let time pass (virtual in simulation, real with processes).
-  - `partition`, `heal`, `delay`, `skew`, `crash`, `restart`: faults, recorded in the history.
+  - `partition`, `heal`, `delay`, `impair`, `skew`, `crash`, `restart`: faults, recorded in the history.
   - `wait_converged()`: every write delivered everywhere and every region holding the same items.
   - `assert_eventually(region, key, predicate, within=...)`: polls the region's copy of the item.
 """
@@ -24,6 +24,19 @@ from .assertions import Predicate, converged_failure, eventually_failure, plain
 from .recording import Recorder
 
 DEFAULT_CONVERGE_TIMEOUT_S = 60.0
+
+# What `impair` can do to a link (the region processes' link faults, region/link_faults.py, and the simulated
+# network's, sim/network.py, alike): loss (a fraction; loss_burst: mean burst length), duplicate and reorder
+# (fractions; reorder_ms: how far back a reordered message is held), bandwidth_kbps (kilobytes per second) and
+# stalled (hold every message until the fault ends, then deliver them in order).
+IMPAIRMENTS = ("loss", "loss_burst", "duplicate", "reorder", "reorder_ms", "bandwidth_kbps", "stalled")
+
+
+def check_impairments(faults: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(faults) - set(IMPAIRMENTS))
+    if unknown or not faults:
+        raise TypeError(f"impair takes one or more of {', '.join(IMPAIRMENTS)}; got {', '.join(unknown) or 'none'}")
+    return dict(faults)
 
 
 def to_wire(value: dict) -> dict:
@@ -105,7 +118,9 @@ class Harness:
     def client(self, region: str, *, max_attempts: int = 1) -> Any:
         """The kit's boto3 client for `region` (recorded; `max_attempts` as botocore's retry setting)."""
         if region not in self.regions:
-            raise KeyError(f"no region {region!r} in topology {self.topology.name!r}; regions: {', '.join(self.regions)}")
+            raise KeyError(
+                f"no region {region!r} in topology {self.topology.name!r}; regions: {', '.join(self.regions)}"
+            )
         client = self._clients.get((region, max_attempts))
         if client is None:
             client = self._make_client(region, max_attempts)
@@ -140,8 +155,9 @@ class Harness:
         started = self.now()
         if not self.wait_for(self._quiescent, timeout):
             raise AssertionError(
-                converged_failure(["replication still busy (records not acknowledged)"], self.history, self.seed,
-                                  timeout)
+                converged_failure(
+                    ["replication still busy (records not acknowledged)"], self.history, self.seed, timeout
+                )
             )
         differences: list[str] = []
         result: dict[str, dict[str, dict]] = {}
@@ -260,7 +276,13 @@ class TableHandle:
         return self.harness.client(region).put_item(TableName=self.name, Item=to_wire(item), **request)
 
     def update(
-        self, region: str, key: dict, changes: dict, *, condition: str | None = None, values: dict | None = None,
+        self,
+        region: str,
+        key: dict,
+        changes: dict,
+        *,
+        condition: str | None = None,
+        values: dict | None = None,
         **request: Any,
     ) -> dict:
         """SET each attribute of `changes`; `condition` may use `#name` for attribute names in `changes` and

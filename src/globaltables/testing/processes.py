@@ -33,7 +33,7 @@ import globaltables
 from ..chaos.history import History
 from ..experiment.topology import Topology
 from ..region.http_transport import SECRET_HEADER
-from .harness import Harness, ReadsThroughClients
+from .harness import Harness, ReadsThroughClients, check_impairments
 from .simulated import boto3_session
 from .spec import topology_yaml
 
@@ -70,6 +70,7 @@ class ProcessHarness(ReadsThroughClients, Harness):
         # A strong-mode witness serves no table data: reads, scans and convergence look at the replicas only.
         self.witnesses = frozenset(r.name for r in topology.regions if r.role == "witness")
         self._grudges: dict[str, set[str]] = {name: set() for name in topology.region_names}
+        self._impairments: dict[tuple[str, str], dict[str, Any]] = {}  # (source, dest) -> link faults in force
         self._lock = threading.Lock()
 
     def _new_history(self) -> History:
@@ -251,6 +252,7 @@ class ProcessHarness(ReadsThroughClients, Harness):
         for region in self.regions:
             self._faults(region, {"heal": True})
             self._grudges[region] = set()
+        self._impairments.clear()
         self._fault("heal")
 
     def delay(self, source: str, dest: str, latency_ms: float, jitter_ms: float = 0.0, *, bidirectional: bool = True) -> None:
@@ -259,6 +261,16 @@ class ProcessHarness(ReadsThroughClients, Harness):
         if bidirectional:
             self._faults(dest, {"latency": {source: setting}})
         self._fault("delay", [source, dest, latency_ms, jitter_ms, "both" if bidirectional else "one-way"])
+
+    def impair(self, source: str, dest: str, *, bidirectional: bool = True, **faults: Any) -> None:
+        faults = check_impairments(faults)
+        for a, b in ((source, dest), (dest, source)) if bidirectional else ((source, dest),):
+            # A region replaces a peer's link faults as a whole: send the link's accumulated ones, as the
+            # simulated network adds a fault to the link's current settings.
+            merged = self._impairments.setdefault((a, b), {})
+            merged.update(faults)
+            self._faults(a, {"links": {b: dict(merged)}})
+        self._fault("impair", [source, dest, faults, "both" if bidirectional else "one-way"])
 
     def skew(self, region: str, seconds: float) -> None:
         self._faults(region, {"clock_offset_ms": seconds * 1000})

@@ -43,7 +43,7 @@ from ..sim.cluster import SimCluster
 from ..sim.collector import simulation_collector
 from ..sim.loop import to_us
 from .handoff import Conductor
-from .harness import Harness
+from .harness import Harness, check_impairments
 
 ENDPOINT = "http://{region}.sim.globaltables.invalid"
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
@@ -244,6 +244,12 @@ class SimulatedHarness(Harness):
             source, dest, latency_ms=latency_ms, jitter_ms=jitter_ms, bidirectional=bidirectional
         )
         self.history.fault("delay", [source, dest, latency_ms, jitter_ms, "both" if bidirectional else "one-way"])
+
+    def impair(self, source: str, dest: str, *, bidirectional: bool = True, **faults: Any) -> None:
+        """Loss, duplication, reordering, a bandwidth cap or a stall on a link until `heal` (harness.IMPAIRMENTS)."""
+        faults = check_impairments(faults)
+        self.cluster.network.update_link(source, dest, bidirectional=bidirectional, **faults)
+        self.history.fault("impair", [source, dest, faults, "both" if bidirectional else "one-way"])
 
     def skew(self, region: str, seconds: float) -> None:
         """Set the region's wall clock `seconds` ahead of true time (negative: behind)."""
