@@ -1,5 +1,6 @@
 """A seeded MRSC workload on the simulator: processes in both replica regions write and strongly read a few keys
-with random think times, over lossy jittery links, while one member crashes at a random moment and restarts."""
+with random think times, over lossy jittery links (optionally reordering: a message held back past later ones), while
+one member crashes at a random moment and restarts."""
 
 from __future__ import annotations
 
@@ -8,13 +9,21 @@ from globaltables.sim.mrsc_cluster import MrscCluster
 from globaltables.sim.network import LinkSettings
 
 
-def run(seed: int, operations: int = 3000, keys: int = 6, processes: int = 4, loss: float = 0.03) -> MrscCluster:
+def run(
+    seed: int,
+    operations: int = 3000,
+    keys: int = 6,
+    processes: int = 4,
+    loss: float = 0.03,
+    reorder: float = 0.0,
+    reorder_ms: float = 0.0,
+) -> MrscCluster:
     rng = Rng(seed).fork("workload")
     cluster = MrscCluster(seed=seed, link=LinkSettings(latency_ms=30, jitter_ms=8))
     for a in cluster.member_names:
         for b in cluster.member_names:
             if a != b:
-                cluster.network.update_link(a, b, loss=loss)
+                cluster.network.update_link(a, b, loss=loss, reorder=reorder, reorder_ms=reorder_ms)
     replicas = cluster.replicas()
     key_list = [{"pk": {"S": f"k{i}"}} for i in range(keys)]
     state = {"issued": 0, "written": 0}

@@ -42,6 +42,16 @@ CREATE TABLE IF NOT EXISTS mrsc_votes (
     item TEXT NOT NULL,
     answer TEXT NOT NULL
 ) WITHOUT ROWID;
+-- Per item and coordinator region, the greatest proposal (epoch, n) whose refusal vote was dropped once decided: a
+-- late copy of that Propose (or of any older one) can never be accepted (rule 5 of docs/mrsc.md's accept rule).
+CREATE TABLE IF NOT EXISTS mrsc_settled (
+    tbl TEXT NOT NULL,
+    item TEXT NOT NULL,
+    coordinator TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (tbl, item, coordinator)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS mrsc_witness (
     tbl TEXT NOT NULL,
     item TEXT NOT NULL,
@@ -61,6 +71,12 @@ def item_id(key: dict) -> str:
 def in_range(key: dict, partition: dict | None) -> bool:
     """Whether an item key belongs to an item collection ({partition key name: value}; None: the whole table)."""
     return partition is None or all(key.get(name) == value for name, value in partition.items())
+
+
+def pid_parts(pid: str) -> tuple[str, int, int]:
+    """(coordinator region, epoch, n) of a proposal id "<region>-<epoch>-<n>" (region names contain hyphens)."""
+    region, epoch, n = pid.rsplit("-", 2)
+    return region, int(epoch), int(n)
 
 
 def encode_version(cv: int, pid: str) -> str:
@@ -262,7 +278,32 @@ class StrongStore:
         )
 
     def drop_vote(self, pid: str) -> None:
-        self._transaction([("DELETE FROM mrsc_votes WHERE pid = ?", (pid,))])
+        """Forget the vote on a decided proposal, remembering that its coordinator's proposals for the item up to
+        this one are settled: a copy of the Propose that arrives later (reordered, or resent across a reconnect)
+        must not find this member without a vote and be accepted (`settled`)."""
+        statements: list[tuple[str, tuple[Any, ...]]] = []
+        row = self.store.db.execute("SELECT tbl, item, answer FROM mrsc_votes WHERE pid = ?", (pid,)).fetchone()
+        if row is not None and row[2] != "accept":  # an accepted proposal committed: its version guards it
+            coordinator, epoch, n = pid_parts(pid)
+            statements.append(
+                (
+                    "INSERT INTO mrsc_settled (tbl, item, coordinator, epoch, n) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (tbl, item, coordinator) DO UPDATE SET epoch = excluded.epoch, n = excluded.n"
+                    " WHERE (excluded.epoch, excluded.n) > (mrsc_settled.epoch, mrsc_settled.n)",
+                    (row[0], row[1], coordinator, epoch, n),
+                )
+            )
+        statements.append(("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)))
+        self._transaction(statements)
+
+    def settled(self, pid: str, table: str, key: dict) -> bool:
+        """Whether a proposal is at or below the settled mark of its coordinator for the item (see `drop_vote`)."""
+        coordinator, epoch, n = pid_parts(pid)
+        row = self.store.db.execute(
+            "SELECT epoch, n FROM mrsc_settled WHERE tbl = ? AND item = ? AND coordinator = ?",
+            (table, item_id(key), coordinator),
+        ).fetchone()
+        return row is not None and (epoch, n) <= (row[0], row[1])
 
     def trim(self, table: str, key: dict, held: int) -> None:
         """The witness drops its image of an item when both replicas hold its version or a newer one (`held`, the
