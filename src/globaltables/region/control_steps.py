@@ -7,7 +7,9 @@ the shared secret (nothing changes), 409 when the region refuses with a DynamoDB
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 import aiohttp
@@ -16,6 +18,32 @@ from aiohttp import web
 
 from ..engine.errors import DynamoError
 from .http_transport import SECRET_HEADER
+
+
+async def drive_each(
+    pending: Callable[[], dict[Hashable, tuple]],
+    drive: Callable[..., Awaitable[None]],
+    running: dict,
+    interval: float,
+    session: aiohttp.ClientSession,
+) -> None:
+    """Until cancelled, every `interval`: start `drive(*args)` for every procedure `pending()` lists ({key: args})
+    that has no live task in `running` (a failed or finished one is started again while still pending). On the way
+    out, cancel and await every task, then close the steps' session."""
+    try:
+        while True:
+            for key, args in pending().items():
+                task = running.get(key)
+                if task is None or task.done():
+                    running[key] = asyncio.create_task(drive(*args))
+            await asyncio.sleep(interval)
+    finally:
+        for task in running.values():
+            task.cancel()
+        for task in running.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await session.close()
 
 
 class Refused(Exception):

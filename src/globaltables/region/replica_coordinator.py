@@ -19,7 +19,6 @@ are rebuilt from the new positions at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +29,7 @@ from aiohttp import web
 from ..engine.engine import Engine
 from ..engine.replica_membership import CREATING
 from ..replication.node import RegionNode
-from .control_steps import Refused, post_control, step_route
+from .control_steps import Refused, drive_each, post_control, step_route
 
 log = logging.getLogger("globaltables.replication.membership")
 
@@ -67,21 +66,13 @@ class ReplicaCoordinator:
 
     async def run(self) -> None:
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S))
-        try:
-            while True:
-                for table, region, status in self.membership.pending():
-                    key = (table, region)
-                    task = self._running.get(key)
-                    if task is None or task.done():
-                        self._running[key] = asyncio.create_task(self._drive(table, region, status))
-                await asyncio.sleep(SCAN_INTERVAL_S)
-        finally:
-            for task in self._running.values():
-                task.cancel()
-            for task in self._running.values():
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            await self._session.close()
+        await drive_each(
+            lambda: {(table, region): (table, region, status) for table, region, status in self.membership.pending()},
+            self._drive,
+            self._running,
+            SCAN_INTERVAL_S,
+            self._session,
+        )
 
     def _still(self, table: str, region: str, status: str) -> bool:
         definition = self.engine.tables.get(table)

@@ -14,7 +14,6 @@ of that name) abandons the conversion: every replica drops what it joined and th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +22,7 @@ import aiohttp
 from aiohttp import web
 
 from ..engine.engine import Engine
-from .control_steps import Refused, post_control, step_route
+from .control_steps import Refused, drive_each, post_control, step_route
 
 log = logging.getLogger("globaltables.mrsc.conversion")
 
@@ -48,20 +47,13 @@ class StrongConversion:
 
     async def run(self) -> None:
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S))
-        try:
-            while True:
-                for name in self.membership.driving():
-                    task = self._running.get(name)
-                    if task is None or task.done():
-                        self._running[name] = asyncio.create_task(self._drive(name))
-                await asyncio.sleep(SCAN_INTERVAL_S)
-        finally:
-            for task in self._running.values():
-                task.cancel()
-            for task in self._running.values():
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            await self._session.close()
+        await drive_each(
+            lambda: {name: (name,) for name in self.membership.driving()},
+            self._drive,
+            self._running,
+            SCAN_INTERVAL_S,
+            self._session,
+        )
 
     async def _drive(self, name: str) -> None:
         delay = RETRY_FIRST_S
