@@ -185,6 +185,22 @@ def test_cli_refuses_unknown_region_or_verb_and_changes_nothing(cluster: Cluster
     assert cluster.status(A)["transport"]["grudges"] == before
 
 
+def test_cli_link_faults_add_up_on_a_link_and_heal_clears_them(cluster: Cluster):
+    # One-shot verbs for every link fault; each adds to what the link already has (loss, then duplication, then a
+    # reordering with its delay, a bandwidth cap and a stall), one direction only with --one-way.
+    for args in (("loss", A, B, "0.1"), ("duplicate", A, B, "0.05"), ("reorder", A, B, "0.2", "40ms"),
+                 ("bandwidth", A, B, "500"), ("stall", A, B)):  # fmt: skip
+        result = cli(cluster, "chaos", "--one-way", *args)
+        assert result.returncode == 0, result.stderr
+    fault = cluster.status(A)["transport"]["peers"][B]["fault"]
+    assert fault["loss"] == 0.1 and fault["duplicate"] == 0.05 and fault["reorder"] == 0.2
+    assert fault["reorder_ms"] == 40 and fault["bandwidth_kbps"] == 500 and fault["stalled"] is True
+    assert cluster.status(B)["transport"]["peers"][A]["fault"] is None  # --one-way: A -> B only
+    assert cli(cluster, "chaos", "reorder", A, B, "not-a-rate").returncode == 2
+    assert cli(cluster, "chaos", "heal").returncode == 0
+    assert cluster.status(A)["transport"]["peers"][B]["fault"] is None
+
+
 WALL_TOPOLOGY = """
 name: chaos-{clock}
 mode: mrec

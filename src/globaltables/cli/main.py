@@ -271,8 +271,9 @@ def add_chaos_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file of the running `up`")
     parser.add_argument(
         "verb", metavar="VERB",
-        help="partition A B | latency A B 200ms | loss A B 0.2 | skew A +500ms | crash A | restart A | pause A | "
-        "resume A | heal [all] | run SCHEDULE.yaml",
+        help="partition A B | latency A B 200ms | loss A B 0.2 | duplicate A B 0.1 | reorder A B 0.2 [50ms] | "
+        "bandwidth A B KB/s | stall A B | skew A +500ms | crash A | restart A | pause A | resume A | heal [all] | "
+        "run SCHEDULE.yaml",
     )  # fmt: skip
     parser.add_argument("operands", nargs="*", metavar="ARG", help="regions and values (use -- before -500ms)")
     parser.add_argument("--one-way", action="store_true", help="only the direction A -> B")

@@ -28,7 +28,13 @@ from .region_settings import SecretError, read_secret
 from .supervisor import STATE_FILE, default_data_dir
 from .topology import Topology, TopologyError, load_topology
 
-CLI_VERBS = ("partition", "latency", "loss", "skew", "crash", "restart", "pause", "resume", "heal", "run")
+CLI_VERBS = (
+    "partition", "latency", "loss", "duplicate", "reorder", "bandwidth", "stall", "skew", "crash", "restart", "pause",
+    "resume", "heal", "run",
+)  # fmt: skip
+# One-shot link faults other than latency: each adds to the link's faults in force (the region keeps one set per
+# link), so `loss` then `duplicate` on the same link keeps both.
+LINK_VERBS = ("loss", "duplicate", "reorder", "bandwidth", "stall")
 QUIESCE_TIMEOUT_S = 60.0
 POLL_S = 0.1
 # Regions check that a request is SigV4-signed but do not verify the signature (region/wire.py).
@@ -65,7 +71,10 @@ def cli_fault(topology: Topology, verb: str, operands: list[str], one_way: bool)
     names = topology.region_names
     if verb not in CLI_VERBS:
         raise FaultError(f"unknown verb {verb!r}; use one of {', '.join(CLI_VERBS)}")
-    arity = {"partition": 2, "latency": 3, "loss": 3, "skew": 2, "heal": (0, 1), "run": 1}.get(verb, 1)
+    arity = {
+        "partition": 2, "latency": 3, "loss": 3, "duplicate": 3, "reorder": (3, 4), "bandwidth": 3, "stall": 2,
+        "skew": 2, "heal": (0, 1), "run": 1,
+    }.get(verb, 1)  # fmt: skip
     if (isinstance(arity, tuple) and len(operands) not in arity) or (isinstance(arity, int) and len(operands) != arity):
         raise FaultError(f"{verb}: wrong number of operands {operands!r}")
     if verb == "heal":
@@ -75,20 +84,28 @@ def cli_fault(topology: Topology, verb: str, operands: list[str], one_way: bool)
     if verb == "run":
         return None
     fields: dict[str, Any] = {"one_way": one_way} if one_way else {}
-    if verb in ("partition", "latency", "loss"):
+    if verb in ("partition", "latency", *LINK_VERBS):
         fields["between"] = operands[:2]
         if verb == "latency":
             fields["latency"] = operands[2]
-        elif verb == "loss":
-            try:
-                fields["rate"] = float(operands[2])
-            except ValueError:
-                raise FaultError(f"loss: rate {operands[2]!r} is not a number") from None
+        elif verb in ("loss", "duplicate", "reorder"):
+            fields["rate"] = _number(verb, "rate", operands[2])
+            if verb == "reorder" and len(operands) == 4:
+                fields["delay"] = operands[3]
+        elif verb == "bandwidth":
+            fields["kbps"] = _number(verb, "kbps", operands[2])
     else:
         fields["region"] = operands[0]
         if verb == "skew":
             fields["offset"] = operands[1]
     return build(verb, fields, names)
+
+
+def _number(verb: str, name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise FaultError(f"{verb}: {name} {text!r} is not a number") from None
 
 
 def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool, data_dir: Path | None,
@@ -124,15 +141,15 @@ def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool
             for source, receiver in fault.directions():
                 current = target.status(receiver)["transport"]["grudges"]
                 target.set_grudges(receiver, set(current) | {source})
-        elif verb in ("latency", "loss"):
+        elif verb == "latency":
             for source, receiver in fault.directions():
                 changes = fault.link_changes()[(source, receiver)]
-                if verb == "latency":
-                    target.faults(
-                        source, {"latency": {receiver: {"latency_ms": changes["latency_ms"], "jitter_ms": 0}}}
-                    )
-                else:
-                    target.faults(source, {"links": {receiver: {"loss": changes["loss"]}}})
+                target.faults(source, {"latency": {receiver: {"latency_ms": changes["latency_ms"], "jitter_ms": 0}}})
+        elif verb in LINK_VERBS:
+            for source, receiver in fault.directions():
+                current = target.status(source)["transport"]["peers"].get(receiver, {}).get("fault") or {}
+                changes = {**current, **fault.link_changes()[(source, receiver)]}
+                target.faults(source, {"links": {receiver: changes}})
         elif verb == "skew":
             target.faults(fault.regions[0], {"clock_offset_ms": fault.params["offset_ms"]})
         else:
