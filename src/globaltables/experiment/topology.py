@@ -35,7 +35,7 @@ from __future__ import annotations
 import copy
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -306,7 +306,8 @@ def _show(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """How an error message names the kind of a wrong value ("a string", "null", ...)."""
     if value is None:
         return "null"
     names = {
@@ -338,7 +339,7 @@ class _Reader:
 
     def mapping(self, value: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict | None:
         if not isinstance(value, dict):
-            self.error(path, f"expected a mapping, got {_type_name(value)}")
+            self.error(path, f"expected a mapping, got {type_name(value)}")
             return None
         for key in value:
             if key not in allowed:
@@ -351,7 +352,7 @@ class _Reader:
 
     def string(self, value: Any, path: str, choices: tuple[str, ...] | None = None) -> str | None:
         if not isinstance(value, str) or not value:
-            what = "an empty string" if value == "" else _type_name(value)
+            what = "an empty string" if value == "" else type_name(value)
             expected = f"one of {', '.join(choices)}" if choices else "a non-empty string"
             self.error(path, f"expected {expected}, got {what}")
             return None
@@ -364,7 +365,7 @@ class _Reader:
         # YAML booleans are ints in Python; a `true` latency is a mistake, not 1 ms.
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             self.error(
-                path, f"expected a number, got {_show(value) if isinstance(value, float) else _type_name(value)}"
+                path, f"expected a number, got {_show(value) if isinstance(value, float) else type_name(value)}"
             )
             return None
         if positive and value <= 0:
@@ -377,13 +378,13 @@ class _Reader:
 
     def boolean(self, value: Any, path: str) -> bool | None:
         if not isinstance(value, bool):
-            self.error(path, f"expected true or false, got {_type_name(value)}")
+            self.error(path, f"expected true or false, got {type_name(value)}")
             return None
         return value
 
     def items(self, value: Any, path: str, *, non_empty: bool = False) -> list | None:
         if not isinstance(value, list):
-            self.error(path, f"expected a list, got {_type_name(value)}")
+            self.error(path, f"expected a list, got {type_name(value)}")
             return None
         if non_empty and not value:
             self.error(path, "must list at least one entry")
@@ -412,7 +413,7 @@ class _Reader:
             secret_file = source.parent / Path(secret).expanduser() if secret else None
         workload = raw.get("workload")
         if workload is not None and not isinstance(workload, dict):
-            self.error("workload", f"expected a mapping, got {_type_name(workload)}")
+            self.error("workload", f"expected a mapping, got {type_name(workload)}")
             workload = None
         elif workload is not None:
             from .workload import check_workload  # workload.py owns its schema
@@ -619,19 +620,3 @@ class _Reader:
                     if self.string(element[member], f"{path}.{key}[{index}].{member}") is None:
                         ok = False
         return ok
-
-
-def validate_files(paths: Iterable[str | Path], report: Callable[[str], None]) -> bool:
-    """Load each file, reporting every error and warning through `report`; True when all are valid."""
-    valid = True
-    for path in paths:
-        try:
-            topology = load_topology(path)
-        except TopologyError as error:
-            valid = False
-            for line in error.errors:
-                report(line)
-            continue
-        for warning in topology.warnings:
-            report(f"warning: {warning}")
-    return valid

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime.rng import Rng
+from .topology import type_name
 
 OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete")
 WRITE_OPERATIONS = frozenset({"put", "update", "conditional_update", "delete"})
@@ -93,19 +94,6 @@ class Workload:
 DEFAULTS = Workload(table="")
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a mapping",
-    }.get(type(value), type(value).__name__)
-
-
 def check_workload(
     raw: Any, table_names: Sequence[str], region_names: Sequence[str], replica_names: Sequence[str] | None = None
 ) -> list[tuple[str, str]]:
@@ -116,7 +104,7 @@ def check_workload(
         problems.append((f"workload.{path}" if path else "workload", message))
 
     if not isinstance(raw, dict):
-        bad("", f"expected a mapping, got {_kind(raw)}")
+        bad("", f"expected a mapping, got {type_name(raw)}")
         return problems
     for key in raw:
         if key not in WORKLOAD_KEYS:
@@ -124,7 +112,7 @@ def check_workload(
     if "table" not in raw:
         bad("table", "is required (the name of a table declared in tables)")
     elif not isinstance(raw["table"], str) or not raw["table"]:
-        bad("table", f"expected a table name, got {_kind(raw['table'])}")
+        bad("table", f"expected a table name, got {type_name(raw['table'])}")
     elif raw["table"] not in table_names:
         declared = ", ".join(table_names) if table_names else "none"
         bad("table", f"no table {raw['table']!r} in tables; declared tables: {declared}")
@@ -134,7 +122,7 @@ def check_workload(
             return
         value = raw[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            bad(key, f"expected {'an integer' if integer else 'a number'}, got {_kind(value)}")
+            bad(key, f"expected {'an integer' if integer else 'a number'}, got {type_name(value)}")
             return
         if integer and not isinstance(value, int):
             bad(key, f"expected an integer, got {value}")
@@ -158,7 +146,7 @@ def check_workload(
     number("quiesce_timeout_s", positive=True)
     distribution = raw.get("distribution", "uniform")
     if not isinstance(distribution, str) or distribution not in DISTRIBUTIONS:
-        shown = repr(distribution) if isinstance(distribution, str) else _kind(distribution)
+        shown = repr(distribution) if isinstance(distribution, str) else type_name(distribution)
         bad("distribution", f"{shown} is not allowed; use one of {', '.join(DISTRIBUTIONS)}")
     else:
         if "zipf_s" in raw and distribution != "zipf":
@@ -170,14 +158,14 @@ def check_workload(
         if not isinstance(mix, dict) or not mix:
             bad(
                 "mix",
-                f"expected a mapping of operation to weight, got {_kind(mix) if mix != {} else 'an empty mapping'}",
+                f"expected a mapping of operation to weight, got {type_name(mix) if mix != {} else 'an empty mapping'}",
             )
         else:
             for name, weight in mix.items():
                 if name not in OPERATIONS:
                     bad(f"mix.{name}", f"unknown operation; allowed: {', '.join(OPERATIONS)}")
                 elif isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-                    bad(f"mix.{name}", f"expected a weight (a number), got {_kind(weight)}")
+                    bad(f"mix.{name}", f"expected a weight (a number), got {type_name(weight)}")
                 elif weight < 0:
                     bad(f"mix.{name}", f"must be at least 0, got {weight}")
             weights = [w for w in mix.values() if isinstance(w, (int, float)) and not isinstance(w, bool)]
@@ -187,7 +175,7 @@ def check_workload(
         regions = raw["regions"]
         allowed = list(replica_names if replica_names is not None else region_names)
         if not isinstance(regions, list) or not regions:
-            bad("regions", f"expected a non-empty list of region names, got {_kind(regions)}")
+            bad("regions", f"expected a non-empty list of region names, got {type_name(regions)}")
         else:
             for index, name in enumerate(regions):
                 if name not in allowed:

@@ -16,12 +16,26 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
+
+from .http_transport import HttpTransport, LinkDelay
 
 log = logging.getLogger("globaltables.replication.host")
 
 PEERS_FILE_POLL_S = 0.2
+
+
+def peer_transport(region: str, settings: Any) -> HttpTransport:
+    """The authenticated links of a region to its topology peers, with each link's latency and the endpoints known
+    at start (more come from the peers file or the control API)."""
+    return HttpTransport(
+        region,
+        settings.secret,
+        {peer.name: LinkDelay(peer.latency_ms, peer.jitter_ms) for peer in settings.peers},
+        {peer.name: peer.endpoint for peer in settings.peers},
+    )
 
 
 class RegionHost:

@@ -110,7 +110,7 @@ class HttpFront:
 
 
 class FastConnection(asyncio.Protocol):
-    __slots__ = ("front", "transport", "buffer", "paused", "idle_since")
+    __slots__ = ("buffer", "front", "idle_since", "paused", "transport")
 
     def __init__(self, front: HttpFront) -> None:
         self.front = front

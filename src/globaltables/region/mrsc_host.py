@@ -41,8 +41,7 @@ from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.transport import Envelope
-from .host_base import RegionHost
-from .http_transport import HttpTransport, LinkDelay
+from .host_base import RegionHost, peer_transport
 from .mrsc_requests import GUARD_S, MrscRequests
 from .replication_host import POLL_FAILURE_PAUSE_S, ReplicationSettings
 from .skewed_clock import SkewedClock
@@ -60,12 +59,7 @@ class MrscHost(RegionHost):
         self.region = engine.region
         self.witness = settings.role == "witness"
         self.baseline_offset_s = clock.offset_s
-        self.transport = HttpTransport(
-            self.region,
-            settings.secret,
-            {peer.name: LinkDelay(peer.latency_ms, peer.jitter_ms) for peer in settings.peers},
-            {peer.name: peer.endpoint for peer in settings.peers},
-        )
+        self.transport = peer_transport(self.region, settings)
         # The other two members, nearest first: the first Sync of a strong read goes there.
         others = [peer.name for peer in sorted(settings.peers, key=lambda peer: (peer.latency_ms, peer.name))]
         self.strong = StrongStore(store, None if self.witness else engine, self.region)

@@ -45,8 +45,7 @@ from ..replication.mrsc.config import MrscConfig
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
 from ..runtime.transport import Envelope
-from .host_base import RegionHost
-from .http_transport import HttpTransport, LinkDelay
+from .host_base import RegionHost, peer_transport
 from .replica_coordinator import ReplicaCoordinator
 from .replication_metrics import ReplicationMetrics, prometheus_text
 from .skewed_clock import SkewedClock
@@ -101,12 +100,7 @@ class ReplicationHost(RegionHost):
         self.hlc = hlc
         self.region = engine.region
         self.baseline_offset_s = clock.offset_s
-        self.transport = HttpTransport(
-            self.region,
-            settings.secret,
-            {peer.name: LinkDelay(peer.latency_ms, peer.jitter_ms) for peer in settings.peers},
-            {peer.name: peer.endpoint for peer in settings.peers},
-        )
+        self.transport = peer_transport(self.region, settings)
         # Lag of the links into this region, on the unskewed wall clock (replication_metrics.py).
         self.metrics = ReplicationMetrics(self.region, time.time)
         self.node = RegionNode(

@@ -48,8 +48,7 @@ class LagHistogram:
         lag_ms = max(lag_ms, 0.0)
         self.count += 1
         self.sum += lag_ms
-        if lag_ms > self.max:
-            self.max = lag_ms
+        self.max = max(self.max, lag_ms)
         index = math.ceil(math.log(lag_ms) / LOG_GROWTH) if lag_ms > 0.01 else -233
         self.fine[index] = self.fine.get(index, 0) + 1
         self.exposed[bisect_left(EXPOSED_BUCKETS_MS, lag_ms)] += 1

@@ -264,8 +264,6 @@ class SimNetwork:
 
     @staticmethod
     def _lost(link: _Link) -> bool:
-        if link.loss_burst <= 1:
-            return link.rng.random() < link.loss  # (the common case, without the call)
         lost, link.bad = lose(link.rng, link.loss, link.loss_burst, link.bad)
         return lost
 
