@@ -106,15 +106,18 @@ def check_fields(request: dict, fields: dict[str, Field]) -> None:
 # -------------------------------------------------------------------------------------- comparison operators
 
 SCALARS = ("S", "N", "B")
-# How many values each operator takes (None: one or more), and which types a QueryFilter/ScanFilter/KeyConditions
-# value may have (Expected does not restrict the types).
+# How many values each operator takes (None: one or more), and which types its values may have, in Expected,
+# QueryFilter, ScanFilter and KeyConditions alike. EQ and NE take every type, lists and maps included ("EQ is supported
+# for all data types, including lists and maps", Condition in the API reference); the ordering operators, CONTAINS,
+# NOT_CONTAINS and IN take one scalar each, BEGINS_WITH a string or binary. A wrong type in the request is a
+# ValidationException; a wrong type in the item only makes the condition false.
 ARITY: dict[str, int | None] = {
     "NULL": 0, "NOT_NULL": 0, "EQ": 1, "NE": 1, "LE": 1, "LT": 1, "GE": 1, "GT": 1, "CONTAINS": 1,
     "NOT_CONTAINS": 1, "BEGINS_WITH": 1, "IN": None, "BETWEEN": 2,
 }  # fmt: skip
 FILTER_TYPES: dict[str, tuple[str, ...]] = {
-    "EQ": ("S", "N", "B", "SS", "NS", "BS"),
-    "NE": ("S", "N", "B", "SS", "NS", "BS"),
+    "EQ": ("S", "N", "B", "SS", "NS", "BS", "L", "M", "BOOL", "NULL"),
+    "NE": ("S", "N", "B", "SS", "NS", "BS", "L", "M", "BOOL", "NULL"),
     "LE": SCALARS,
     "LT": SCALARS,
     "GE": SCALARS,
@@ -153,6 +156,31 @@ def _check_same_type_and_bounds(op: str, values: list[dict]) -> None:
         order = compare_scalars(values[0], values[1])
         if order is not None and order > 0:
             raise ValidationException(BETWEEN_BOUNDS)
+
+
+def _check_value_types(op: str, values: list[dict]) -> None:
+    allowed = FILTER_TYPES[op] if op in FILTER_TYPES else ()
+    for v in values:
+        if _type_of(v) not in allowed:
+            raise invalid_parameter(f"ComparisonOperator {op} is not valid for {_type_of(v)} AttributeValue type")
+
+
+CONDITIONAL_OPERATOR_WITHOUT_CONDITIONS = "ConditionalOperator cannot be used without Filter or Expected"
+CONDITIONAL_OPERATOR_WITH_ONE_CONDITION = (
+    "ConditionalOperator can only be used when Filter or Expected has two or more elements"
+)
+
+
+def check_conditional_operator(request: dict, conditions_name: str) -> None:
+    """ConditionalOperator joins the conditions of `conditions_name` (Expected, QueryFilter or ScanFilter): without
+    that map, with it empty, or with a single condition there is nothing to join, and DynamoDB refuses the request."""
+    if request.get("ConditionalOperator") is None:
+        return
+    conditions = request.get(conditions_name)
+    if not conditions:
+        raise ValidationException(CONDITIONAL_OPERATOR_WITHOUT_CONDITIONS)
+    if len(conditions) < 2:
+        raise ValidationException(CONDITIONAL_OPERATOR_WITH_ONE_CONDITION)
 
 
 def comparison(name: str, op: str, values: list[dict]) -> Any:
@@ -214,6 +242,7 @@ def expected_condition(expected: dict, conditional_operator: str | None = None) 
             values = _values(value_list) if value_list is not None else _values([value] if value is not None else [])
             if not _arity_ok(op, len(values)):
                 raise _arity_error(op)
+            _check_value_types(op, values)
             _check_same_type_and_bounds(op, values)
             conditions.append(comparison(name, op, values))
         elif value_list is not None:
@@ -248,12 +277,7 @@ def _checked_conditions(conditions: dict) -> list[tuple[str, str, list[dict]]]:
             first = _type_of(values[0])
             if any(_type_of(v) != first for v in values):
                 raise invalid_parameter("AttributeValues inside AttributeValueList must be of same type")
-            allowed = FILTER_TYPES.get(op, ())
-            for v in values:
-                if _type_of(v) not in allowed:
-                    raise invalid_parameter(
-                        f"ComparisonOperator {op} is not valid for {_type_of(v)} AttributeValue type"
-                    )
+        _check_value_types(op, values)
         _check_same_type_and_bounds(op, values)
         out.append((name, op, values))
     return out

@@ -51,10 +51,11 @@ def handle(engine, request: dict) -> dict:
     index = index_for_read(engine, table, request, "Query")  # None: the table itself
     key_schema = table.key if index is None else index.key
     text = request.get("KeyConditionExpression")
-    if text is None and request.get("KeyConditions") is None:
-        raise ValidationException("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
     # Parameter order as DynamoDB lists them in its messages.
     ctx = expression_context(request, "ProjectionExpression", "FilterExpression", "KeyConditionExpression", legacy=("AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions"))
+    legacy.check_conditional_operator(request, "QueryFilter")
+    if text is None and request.get("KeyConditions") is None:
+        raise ValidationException("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
     if text is not None:
         condition = parse_key_condition(text, ctx, key_schema)
     else:

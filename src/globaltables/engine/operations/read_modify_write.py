@@ -17,14 +17,14 @@ from .. import capacity
 from ..errors import ConditionalCheckFailedException, ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
-from ..expressions.legacy import check_fields, expected_condition
+from ..expressions.legacy import check_conditional_operator, check_fields, expected_condition
 from ..schema import TableDefinition, validate_item_size
 from ..storage.records import ItemWrite
 from ..validation import Field, Map, Str, TableNameField, check_request
 from ..values import item_size
 
-# The legacy parameters DynamoDB refuses beside ConditionExpression (ConditionalOperator alone is tolerated).
-LEGACY_WRITE_PARAMETERS = ("Expected",)
+# The legacy parameters DynamoDB refuses beside ConditionExpression, in the order its message lists them.
+LEGACY_WRITE_PARAMETERS = ("Expected", "ConditionalOperator")
 
 RETURN_VALUES = Str(
     enum=("NONE", "ALL_OLD", "UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"),
@@ -185,5 +185,6 @@ def parse_write_condition(request: dict, ctx: ExpressionContext):
     text = request.get("ConditionExpression")
     if text is not None:
         return parse_condition(text, ctx, "ConditionExpression")
+    check_conditional_operator(request, "Expected")
     expected = request.get("Expected")
     return None if expected is None else expected_condition(expected, request.get("ConditionalOperator"))

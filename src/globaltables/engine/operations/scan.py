@@ -47,6 +47,7 @@ def handle(engine, request: dict) -> dict:
     hash_range = segment_range(segment, total)
     # Parameter order as DynamoDB lists them in its messages.
     ctx = expression_context(request, "ProjectionExpression", "FilterExpression", legacy=("AttributesToGet", "ScanFilter", "ConditionalOperator"))
+    legacy.check_conditional_operator(request, "ScanFilter")
     plan = read_plan(request, ctx, "ScanFilter")
     ctx.check_unused()
     if index is not None:
