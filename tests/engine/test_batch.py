@@ -213,7 +213,7 @@ def test_a_missing_table_refuses_the_whole_batch(engine):
 def test_values_are_checked_before_tables(engine):
     # A bad value in the second table's list wins over the first table not existing: values need no table.
     request = {"RequestItems": {"Nope": [put_request(1)], "Plain": [put_request(2, n={"N": "x"})]}}
-    assert error_of(engine, "BatchWriteItem", request).message == "A value provided cannot be converted into a number"
+    assert error_of(engine, "BatchWriteItem", request).message == "The parameter cannot be converted to a numeric value: x"
 
 
 def test_conditions_are_not_part_of_a_batch(engine):

@@ -51,7 +51,7 @@ def test_values_are_normalised_and_invalid_ones_refused_with_their_key():
         "An string set  may not be empty for key :v"
     )
     assert error(ExpressionContext, None, {":v": {"N": "abc"}}) == (
-        "ExpressionAttributeValues contains invalid value: A value provided cannot be converted into a number for key :v"
+        "ExpressionAttributeValues contains invalid value: The parameter cannot be converted to a numeric value: abc for key :v"
     )
     assert error(ExpressionContext, None, {":v": {}}) == (
         "ExpressionAttributeValues contains invalid value: Supplied AttributeValue is empty, must contain exactly one "

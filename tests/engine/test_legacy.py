@@ -565,7 +565,7 @@ FILTER_ERRORS = [
     ({"a": {"ComparisonOperator": "BETWEEN", "AttributeValueList": [{"S": "b"}, {"S": "a"}]}},
      "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"),
     ({"a": {"ComparisonOperator": "EQ", "AttributeValueList": [{"N": "x"}]}},
-     "A value provided cannot be converted into a number"),
+     "The parameter cannot be converted to a numeric value: x"),
     ({"a": {"ComparisonOperator": "EQUALS", "AttributeValueList": [{"S": "a"}]}},
      (f"1 validation error detected: Value 'EQUALS' at 'scanFilter.a.member.comparisonOperator' failed to satisfy "
      f"constraint: Member must satisfy enum value set: {OPERATOR_SET}")),

@@ -27,6 +27,10 @@ MAX_NESTING_DEPTH = 32
 MAX_DIGITS = 38
 MAX_MAGNITUDE = Decimal("9.9999999999999999999999999999999999999E+125")
 MIN_MAGNITUDE = Decimal("1E-130")
+NESTING_TOO_DEEP = (
+    "Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit"
+)
+NUMBER_OVERFLOW = "Number overflow. Attempting to store a number with magnitude larger than supported range"
 
 SCALAR_TYPES = frozenset({"S", "N", "B"})
 SET_TYPES = frozenset({"SS", "NS", "BS"})
@@ -45,14 +49,20 @@ def parse_number(text: Any) -> Decimal:
     """The Decimal a wire number denotes, checked against DynamoDB's precision and range."""
     if not isinstance(text, str):
         raise SerializationException("NUMBER_VALUE cannot be converted to String")
-    stripped = text.strip()
     try:
-        value = Decimal(stripped)
+        value = Decimal(text)
     except decimal.InvalidOperation:
-        raise ValidationException("A value provided cannot be converted into a number") from None
-    if not value.is_finite() or stripped != text or not stripped:
-        raise ValidationException("A value provided cannot be converted into a number")
+        raise not_a_number(text) from None
+    if not value.is_finite() or text != text.strip() or "_" in text or not text.isascii():
+        raise not_a_number(text)
     return check_number(value)
+
+
+def not_a_number(text: str) -> ValidationException:
+    """DynamoDB's refusal of number text that does not parse (NaN, Infinity, "dog", surrounding spaces)."""
+    return ValidationException(
+        "The parameter cannot be converted to a numeric value" + (f": {text}" if text else "")
+    )
 
 
 def check_number(value: Decimal) -> Decimal:
@@ -68,9 +78,7 @@ def check_number(value: Decimal) -> Decimal:
         raise ValidationException("Attempting to store more than 38 significant digits in a Number")
     magnitude = normalized.copy_abs()  # abs() would round to the default 28-digit context
     if magnitude > MAX_MAGNITUDE:
-        raise ValidationException(
-            "Number overflow. Attempting to store a number with magnitude larger than supported range"
-        )
+        raise ValidationException(NUMBER_OVERFLOW)
     if magnitude < MIN_MAGNITUDE:
         raise ValidationException(
             "Number underflow. Attempting to store a number with magnitude smaller than supported range"
@@ -143,11 +151,9 @@ def normalize_value(value: Any, depth: int = 1) -> dict:
     """Validate one AttributeValue and return its canonical form. `depth` is this value's nesting level."""
     if not isinstance(value, dict):
         raise SerializationException("Unexpected value type in payload: expected an AttributeValue object")
-    if len(value) != 1:
-        if not value:
-            raise ValidationException(
-                "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
-            )
+    if len(value) != 1 or next(iter(value)) not in ALL_TYPES:
+        # Members that are not data types are ignored, as the service ignores unknown members everywhere: what is
+        # left must be exactly one data type ({"dog": "cat"} is an empty AttributeValue).
         known = [k for k in value if k in ALL_TYPES]
         if len(known) > 1:
             raise ValidationException(
@@ -158,7 +164,7 @@ def normalize_value(value: Any, depth: int = 1) -> dict:
             raise ValidationException(
                 "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
             )
-        raise SerializationException(f"Unexpected field in AttributeValue: {sorted(set(value) - ALL_TYPES)[0]}")
+        return normalize_value({known[0]: value[known[0]]}, depth)
     ((kind, inner),) = value.items()
     if kind == "S":
         if not isinstance(inner, str):
@@ -182,13 +188,13 @@ def normalize_value(value: Any, depth: int = 1) -> dict:
         if not isinstance(inner, dict):
             raise SerializationException("Map value must be a JSON object")
         if depth > MAX_NESTING_DEPTH:
-            raise ValidationException("Nesting Levels have exceeded supported limits")
+            raise ValidationException(NESTING_TOO_DEEP)
         return {"M": {name: normalize_value(v, depth + 1) for name, v in inner.items()}}
     if kind == "L":
         if not isinstance(inner, list):
             raise SerializationException("List value must be a JSON array")
         if depth > MAX_NESTING_DEPTH:
-            raise ValidationException("Nesting Levels have exceeded supported limits")
+            raise ValidationException(NESTING_TOO_DEEP)
         return {"L": [normalize_value(v, depth + 1) for v in inner]}
     if kind in SET_TYPES:
         return {kind: normalize_set(kind, inner)}

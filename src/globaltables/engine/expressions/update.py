@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import ValidationException, invalid_parameter
-from ..values import MAX_DIGITS, MAX_NESTING_DEPTH, check_number, format_number
+from ..values import MAX_DIGITS, MAX_NESTING_DEPTH, NESTING_TOO_DEEP, NUMBER_OVERFLOW, check_number, format_number
 from .ast import ADD, DELETE, REMOVE, SET, Arithmetic, FunctionCall, Path, UpdateExpression, Value
 from .evaluate import get_path
 from .paths import PathNode
@@ -127,7 +127,7 @@ def _act(action: Any, old: dict | None, item: dict, depth: int) -> dict | None:
     if kind == SET:
         value = _value(action.value, item)
         if depth > 1 and ("M" in value or "L" in value) and _depth(value) + depth - 1 > MAX_NESTING_DEPTH:
-            raise ValidationException("Nesting Levels have exceeded supported limits")
+            raise ValidationException(NESTING_TOO_DEEP)
         return value
     if kind == REMOVE:
         return None
@@ -186,8 +186,10 @@ def _value(node: Any, item: dict) -> dict:
 
 
 def _number(value: Decimal) -> dict:
+    """The result of update arithmetic (SET a = x + y, ADD): one needing more than 38 significant digits is refused
+    as an overflow, as DynamoDB words it, not as the 38-digit error a number in the request gets."""
     if not value.is_zero() and len(value.normalize(EXACT_CONTEXT).as_tuple().digits) > MAX_DIGITS:
-        raise ValidationException("Attempting to store more than 38 significant digits in a Number")
+        raise ValidationException(NUMBER_OVERFLOW)
     return {"N": format_number(check_number(value))}
 
 
