@@ -198,6 +198,17 @@ INTERLEAVED = [
 ]
 
 
+@pytest.mark.parametrize("key_schema", [elements(["b"], ["a"])[::-1], [*elements(["a"], ["b"]), *elements(["c"])]],
+                         ids=["range-then-hash", "hash-range-hash"])
+def test_a_hash_element_after_a_range_element_is_refused(engine, key_schema):
+    # Why: every HASH element of a GSI key comes before every RANGE element, however few there are.
+    refused(engine, "CreateTable", {
+        "TableName": TABLE, "AttributeDefinitions": definitions(matchId="S", a="S", b="S", c="S"),
+        "KeySchema": elements(["matchId"]), "BillingMode": "PAY_PER_REQUEST",
+        "GlobalSecondaryIndexes": [{"IndexName": INDEX, "KeySchema": key_schema, "Projection": {"ProjectionType": "ALL"}}],
+    }, "HASH.*precede.*RANGE")  # fmt: skip
+
+
 def test_hash_elements_must_precede_range_elements_in_create_table_and_update_table(engine):
     # Why: every HASH element comes before every RANGE element, in CreateTable and UpdateTable Create alike.
     types = definitions(matchId="S", a="S", b="S", c="S")

@@ -15,8 +15,6 @@ from .values import MAX_ITEM_BYTES, encode_key_tuple, encode_key_value, item_siz
 MAX_PARTITION_KEY_BYTES = 2048
 MAX_SORT_KEY_BYTES = 1024
 KEY_MISMATCH = "The provided key element does not match the schema"
-
-
 HASH_KEY_TOO_LONG = "Size of hashkey has exceeded the maximum size limit of2048 bytes"
 RANGE_KEY_TOO_LONG = "Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
 

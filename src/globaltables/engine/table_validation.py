@@ -24,6 +24,7 @@ MAX_PROJECTED_ATTRIBUTES = 100  # NonKeyAttributes summed over all indexes of a 
 MAX_CAPACITY_UNITS = 1_000_000_000_000  # larger values are "out of bounds", whatever the account's quota
 MAX_TAGS = 50
 MAX_KEY_ATTRIBUTES_PER_SIDE = 4  # a GSI's multi-attribute key: up to 4 HASH and 4 RANGE attributes
+HASH_FIRST = "Every HASH KeySchemaElement must precede every RANGE KeySchemaElement"
 
 # ------------------------------------------------------------------------------------------------- field specs
 # Member order inside each spec is the order DynamoDB lists their violations in one message.
@@ -146,6 +147,8 @@ def check_key_elements(elements: list[dict], definition_names: list[str], multi_
     if len(names) == 2 and names[0] == names[1]:
         raise validation("Both the Hash Key and the Range Key element in the KeySchema have the same name")
     if elements[0]["KeyType"] != "HASH":
+        if multi_attribute and any(element["KeyType"] == "HASH" for element in elements):
+            raise validation(f"Invalid KeySchema: The first KeySchemaElement is not a HASH key type: {HASH_FIRST}")
         raise validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
     if not multi_attribute:
         if len(elements) == 2 and elements[1]["KeyType"] != "RANGE":
@@ -160,7 +163,7 @@ def check_key_elements(elements: list[dict], definition_names: list[str], multi_
     kinds = [element["KeyType"] for element in elements]
     first_range = kinds.index("RANGE") if "RANGE" in kinds else len(kinds)
     if "HASH" in kinds[first_range:]:
-        raise validation("Invalid KeySchema: Every HASH KeySchemaElement must precede every RANGE KeySchemaElement")
+        raise validation(f"Invalid KeySchema: {HASH_FIRST}")
     for kind, count in (("HASH", first_range), ("RANGE", len(kinds) - first_range)):
         if count > MAX_KEY_ATTRIBUTES_PER_SIDE:
             raise validation(

@@ -32,6 +32,12 @@ from .resolve import ExpressionContext, Resolver, syntax_of
 
 KIND = "KeyConditionExpression"
 _MIRRORED = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+# The multi-attribute key rules, as the messages that refuse a condition state them.
+HASH_RULE = "every HASH key attribute of a multi-attribute key needs an equality condition"
+RANGE_RULE = (
+    "conditions on RANGE key attributes must follow their key schema order without gaps, with an equality "
+    "condition on every one but the last"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +55,6 @@ class KeyCondition:
     sort_values: list = field(default_factory=list)
     hash_values: tuple = ()
     sort_prefix: tuple = ()
-
-    @property
-    def has_sort_condition(self) -> bool:
-        return self.sort_op is not None
 
     def matches_sort(self, value: dict | None) -> bool:
         """Whether a sort key value satisfies the sort condition (True when there is none)."""
@@ -216,13 +218,6 @@ def _match_multi_attribute(by_name: dict[str, tuple[str, list[dict]]], key: KeyS
         tuple(hash_values),
         tuple(by_name[name][1][0] for _p, name, _k in prefix),
     )
-
-
-HASH_RULE = "every HASH key attribute of a multi-attribute key needs an equality condition"
-RANGE_RULE = (
-    "conditions on RANGE key attributes must follow their key schema order without gaps, with an equality "
-    "condition on every one but the last"
-)
 
 
 def _check_value(name: str, key_type: str, value: dict) -> None:
