@@ -194,10 +194,11 @@ INTERLEAVED = [{"AttributeName": "a", "KeyType": "HASH"}, {"AttributeName": "b",
                {"AttributeName": "c", "KeyType": "HASH"}]  # fmt: skip
 
 
-def test_hash_elements_precede_range_elements_in_create_table_and_update_table(dynamodb, unique_table_name):
+@pytest.mark.parametrize("elements", [INTERLEAVED, INTERLEAVED[1:]], ids=["hash-range-hash", "range-hash"])
+def test_hash_elements_precede_range_elements_in_create_table_and_update_table(dynamodb, unique_table_name, elements):
     # Why: every HASH element must come before every RANGE element, in CreateTable and UpdateTable Create alike.
     types = definitions({"matchId": "S", "a": "S", "b": "S", "c": "S"})
-    index = {"IndexName": INDEX, "KeySchema": INTERLEAVED, "Projection": {"ProjectionType": "ALL"}}
+    index = {"IndexName": INDEX, "KeySchema": elements, "Projection": {"ProjectionType": "ALL"}}
     refused(lambda: dynamodb.create_table(
         TableName=unique_table_name("Interleaved"), AttributeDefinitions=types, KeySchema=key_schema(["matchId"]),
         BillingMode="PAY_PER_REQUEST", GlobalSecondaryIndexes=[index]), "HASH.*precede.*RANGE")  # fmt: skip

@@ -533,6 +533,15 @@ def test_update_table_backfills_a_multi_attribute_gsi_and_deletes_it(engine):
     assert index_entry_count(engine.store) == 0
 
 
+def test_update_table_create_needs_definitions_for_every_component(engine):
+    # Why: UpdateTable Create of a multi-attribute GSI needs an AttributeDefinition for each of its components.
+    create(engine, gsis=(), types={"matchId": "S"})
+    partial = {name: MATCH_TYPES[name] for name in ("matchId", "tournamentId", "region", "round")}
+    refused(engine, "UpdateTable", {"TableName": TABLE, "AttributeDefinitions": definitions(**partial),
+                                    "GlobalSecondaryIndexUpdates": [{"Create": TOURNAMENT_GSI}]}, "AttributeDefinitions")
+    assert "GlobalSecondaryIndexes" not in engine.handle("DescribeTable", {"TableName": TABLE})["Table"]
+
+
 def test_a_recreated_table_starts_with_an_empty_index(matches):
     # Why: DeleteTable then CreateTable under the same name and schema starts with an empty index.
     put(matches, match("m1"))
