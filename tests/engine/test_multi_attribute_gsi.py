@@ -356,6 +356,19 @@ def test_updates_take_items_out_put_them_back_and_move_them(matches):
     assert moved == ["m1"]
 
 
+def test_index_writes_are_charged_by_what_the_index_sees(matches):
+    # Why: a GSI write costs capacity only when the index entry changes: a sparse item costs nothing, a new entry
+    # one write, a moved tuple a delete plus a put.
+    def units(item):
+        answer = matches.handle("PutItem", {"TableName": TABLE, "Item": item, "ReturnConsumedCapacity": "INDEXES"})
+        return answer["ConsumedCapacity"].get("GlobalSecondaryIndexes", {}).get(INDEX, {}).get("CapacityUnits", 0.0)
+
+    assert units(match("m1", bracket=None)) == 0.0
+    assert units(match("m1")) == 1.0
+    assert units(match("m1")) == 0.0  # the same entry
+    assert units(match("m1", no=2)) == 2.0  # moved: the old tuple's entry deleted, the new one put
+
+
 def test_deletes_remove_the_index_entry(matches):
     # Why: DeleteItem and BatchWriteItem delete requests remove the item's index entry.
     for n in range(3):
