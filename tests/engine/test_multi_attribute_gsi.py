@@ -329,6 +329,18 @@ def test_an_empty_string_component_is_refused(matches):
     assert matches.handle("Scan", {"TableName": TABLE})["Count"] == 0
 
 
+def test_key_size_limits_apply_to_a_sides_components_together(matches):
+    # Why (a project decision where DynamoDB's documents are silent): the 2048-byte partition key and 1024-byte
+    # sort key limits hold for the components of one side together.
+    put(matches, match("fits", round_="r" * 500, bracket="b" * 524))
+    refused(matches, "PutItem", {"TableName": TABLE, "Item": match("long", round_="r" * 500, bracket="b" * 525)},
+            "range keys has exceeded the size limit of 1024 bytes")
+    put(matches, match("fits-2", tournament="t" * 1024, region="r" * 1024))
+    refused(matches, "PutItem", {"TableName": TABLE, "Item": match("long", tournament="t" * 1024, region="r" * 1025)},
+            "hashkey has exceeded the maximum size limit")
+    assert sorted(ids(matches.handle("Scan", {"TableName": TABLE, "IndexName": INDEX}))) == ["fits", "fits-2"]
+
+
 def test_updates_take_items_out_put_them_back_and_move_them(matches):
     # Why: removing any component takes the item out of the index, setting it again puts it back, and changing the
     # tuple moves the entry without leaving a stale one under the old tuple.

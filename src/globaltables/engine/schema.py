@@ -28,6 +28,9 @@ class KeySchema:
     the first of each; `more_hash`/`more_range` hold the others as (name, type) pairs in key-schema order. A key
     with one attribute on a side encodes that side as the attribute's own key bytes; a side with several encodes as
     `values.encode_key_tuple` (component-wise order), so storage and reads handle both as one blob per side.
+    DynamoDB's documents give no size limit for a multi-attribute key; here the 2048-byte partition key and 1024-byte
+    sort key limits apply to a side's components together (DynamoDB's own text already speaks of the "aggregated
+    size of all range keys").
     """
 
     hash_name: str
