@@ -21,7 +21,9 @@ from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.engine.values import encode_key_tuple
+from globaltables.replication.messages import Ship, decode, encode
 from globaltables.runtime.clock import ManualClock
+from global_engines import REGIONS, global_engine
 from store_probes import index_entry_count, items_and_index_entries
 
 TABLE = "Matches"
@@ -592,6 +594,56 @@ def test_a_multi_attribute_gsi_survives_a_restart(tmp_path):
         error(lambda: put(reopened, match("bad", no=None, matchNo=S("x"))))
     finally:
         reopened.store.close()
+
+
+# ================================================================================================= replication
+
+
+def _ship(source, dest, table):
+    """Every pending record from source to dest, through the replication codec as a link ships them."""
+    for lane in range(source.replica.lanes(table)):
+        after = dest.replica.applied_position(source.region, table, lane)
+        records = source.replica.local_records(table, lane, after, 10_000)
+        if records:
+            shipped = decode(encode(Ship(table, lane, 0, after, tuple(records)))).records
+            dest.replica.apply_replicated(source.region, table, lane, list(shipped))
+
+
+def test_replicated_applies_maintain_the_index_and_a_losing_version_leaves_no_entry(make_store):
+    # Why: a global table's replicas each index what they hold: replicated puts, updates and deletes move index
+    # entries as local writes do, and the version that loses a conflict leaves no entry under its tuple.
+    regions = []
+    for offset, name in enumerate(REGIONS):
+        engine, _clock = global_engine(name, offset_s=offset * 0.001, store=make_store())
+        create(engine)
+        engine.replica.make_global(TABLE, REGIONS)
+        regions.append(engine)
+    a, b = regions
+    put(a, match("shared", no=1))
+    _ship(a, b, TABLE)
+    put(a, match("raced", round_="FINAL", no=1))
+    put(b, match("raced", round_="QUARTER", no=7))  # concurrent: one of the two tuples wins everywhere
+    b.handle("UpdateItem", {"TableName": TABLE, "Key": {"matchId": S("shared")}, "UpdateExpression": "SET matchNo = :n",
+                            "ExpressionAttributeValues": {":n": N(5)}})  # fmt: skip
+    put(b, match("only-b", bracket="LOWER"))
+    put(a, match("gone", no=3))
+    _ship(a, b, TABLE)
+    a.handle("DeleteItem", {"TableName": TABLE, "Key": {"matchId": S("gone")}})
+    for _ in range(2):
+        _ship(a, b, TABLE)
+        _ship(b, a, TABLE)
+    winner = a.handle("GetItem", {"TableName": TABLE, "Key": {"matchId": S("raced")}})["Item"]
+    assert b.handle("GetItem", {"TableName": TABLE, "Key": {"matchId": S("raced")}})["Item"] == winner
+    tuples = {"shared": ("SEMIFINALS", "UPPER", 5), "only-b": ("SEMIFINALS", "LOWER", 1),
+              "raced": (winner["round"]["S"], "UPPER", int(winner["matchNo"]["N"]))}  # fmt: skip
+    expected = sorted(tuples, key=tuples.get)
+    for engine in regions:
+        answer = query(engine, HASH_EQ, TN, REGION)
+        assert ids(answer) == expected
+        assert next(item for item in answer["Items"] if item["matchId"]["S"] == "raced") == winner
+        assert next(item for item in answer["Items"] if item["matchId"]["S"] == "shared")["matchNo"] == N(5)
+        assert index_entry_count(engine.store) == 3  # no entry under the losing tuple, none for the deleted item
+    assert query(a, HASH_EQ, TN, REGION)["Items"] == query(b, HASH_EQ, TN, REGION)["Items"]
 
 
 # ===================================================================================== model-based comparison
