@@ -6,7 +6,9 @@ Theory of operation
   the transaction commits. Writes that change nothing an index holds (same index key, same projected attributes)
   do not touch it. Writers must fill `ItemWrite.old` on tables with indexes: the hook runs after the item rows are
   replaced and cannot read the previous version any more.
-- Sparse: an item lacking an index key attribute has no entry in that index.
+- Sparse: an item lacking an index key attribute has no entry in that index. A multi-attribute GSI key (up to four
+  HASH and four RANGE attributes) needs every one of its attributes; lacking any one leaves the item out. Its entry
+  keys are the tuple encodings `schema.KeySchema` describes, so the store holds and orders them like any key.
 - An item whose index key attribute has the wrong type, or an empty string/binary value, is refused with DynamoDB's
   ValidationException (the hook raises, the transaction rolls back, nothing changes) when the index is ACTIVE.
   While a GSI is being created such items are skipped instead, as DynamoDB's backfill skips index key violations.
@@ -31,9 +33,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .errors import ItemCollectionSizeLimitExceededException, ValidationException, invalid_parameter
-from .schema import MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, IndexDefinition, TableDefinition
+from .schema import (
+    HASH_KEY_TOO_LONG,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_SORT_KEY_BYTES,
+    RANGE_KEY_TOO_LONG,
+    IndexDefinition,
+    TableDefinition,
+)
 from .storage.records import ItemWrite, partition_hash
-from .values import encode_key_value, item_size
+from .values import encode_key_value, item_size, join_key_bytes
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -76,6 +85,8 @@ def index_key(index: IndexDefinition, item: dict | None, strict: bool) -> tuple[
     if item is None:
         return None
     key = index.key
+    if key.more_hash or key.more_range:
+        return _multi_attribute_key(index, item, strict)
     hash_value = item.get(key.hash_name)
     if hash_value is None:
         return None
@@ -99,9 +110,43 @@ def index_key(index: IndexDefinition, item: dict | None, strict: bool) -> tuple[
     return None if sk is None else (pk, sk)
 
 
+def _multi_attribute_key(index: IndexDefinition, item: dict, strict: bool) -> tuple[bytes, bytes] | None:
+    """`index_key` of a multi-attribute key. Every component present is checked (type, emptiness) before a missing
+    one leaves the item out, so a bad value is refused even while the item is not yet in the index."""
+    key = index.key
+    sides = []
+    for parts, limit in ((key.hash_parts, MAX_PARTITION_KEY_BYTES), (key.range_parts, MAX_SORT_KEY_BYTES)):
+        raws: list[bytes | None] = []
+        for name, expected in parts:
+            value = item.get(name)
+            if value is None:
+                raws.append(None)
+                continue
+            if next(iter(value)) != expected:
+                if not strict:
+                    return None
+                check_types(index, item)
+            raw = _encoded(index, name, value, None, strict)
+            if raw is None:
+                return None
+            raws.append(raw)
+        sides.append((parts, raws, limit))
+    encoded = []
+    for parts, raws, limit in sides:
+        if None in raws:
+            return None
+        size = sum(len(raw) for (_name, kind), raw in zip(parts, raws, strict=True) if kind != "N")
+        if size > limit:
+            if not strict:
+                return None
+            raise invalid_parameter(HASH_KEY_TOO_LONG if limit == MAX_PARTITION_KEY_BYTES else RANGE_KEY_TOO_LONG)
+        encoded.append(raws[0] if len(raws) == 1 else join_key_bytes(raws))  # no sort key: b""
+    return encoded[0], encoded[1]
+
+
 def check_types(index: IndexDefinition, item: dict) -> None:
-    for name, expected in ((index.key.hash_name, index.key.hash_type), (index.key.range_name, index.key.range_type)):
-        value = item.get(name) if name is not None else None
+    for name, expected in (*index.key.hash_parts, *index.key.range_parts):
+        value = item.get(name)
         if value is not None and next(iter(value)) != expected:
             raise invalid_parameter(
                 f"Type mismatch for Index Key {name} Expected: {expected} Actual: {next(iter(value))} "
@@ -109,7 +154,8 @@ def check_types(index: IndexDefinition, item: dict) -> None:
             )
 
 
-def _encoded(index: IndexDefinition, name: str, value: dict, limit: int, strict: bool) -> bytes | None:
+def _encoded(index: IndexDefinition, name: str, value: dict, limit: int | None, strict: bool) -> bytes | None:
+    """An index key value's bytes, after the emptiness check and (unless `limit` is None) the size check."""
     kind, inner = next(iter(value.items()))
     if kind in ("S", "B") and inner == "":
         if not strict:
@@ -121,12 +167,10 @@ def _encoded(index: IndexDefinition, name: str, value: dict, limit: int, strict:
             f"IndexName: {index.name}, IndexKey: {name}"
         )
     encoded = encode_key_value(value)
-    if kind != "N" and len(encoded) > limit:
+    if limit is not None and kind != "N" and len(encoded) > limit:
         if not strict:
             return None
-        if limit == MAX_PARTITION_KEY_BYTES:
-            raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
-        raise invalid_parameter("Aggregated size of all range keys has exceeded the size limit of 1024 bytes")
+        raise invalid_parameter(HASH_KEY_TOO_LONG if limit == MAX_PARTITION_KEY_BYTES else RANGE_KEY_TOO_LONG)
     return encoded
 
 

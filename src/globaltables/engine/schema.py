@@ -10,30 +10,67 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import ValidationException, invalid_parameter
-from .values import MAX_ITEM_BYTES, encode_key_value, item_size, normalize_value
+from .values import MAX_ITEM_BYTES, encode_key_tuple, encode_key_value, item_size, normalize_value
 
 MAX_PARTITION_KEY_BYTES = 2048
 MAX_SORT_KEY_BYTES = 1024
 KEY_MISMATCH = "The provided key element does not match the schema"
+HASH_KEY_TOO_LONG = "Size of hashkey has exceeded the maximum size limit of2048 bytes"
+RANGE_KEY_TOO_LONG = "Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
 
 
 @dataclass(slots=True)
 class KeySchema:
-    """Partition (HASH) key and optional sort (RANGE) key: names and scalar types (S, N or B)."""
+    """Partition (HASH) key and optional sort (RANGE) key: names and scalar types (S, N or B).
+
+    A GSI may have a multi-attribute key (DynamoDB, November 2025): up to four HASH attributes forming the partition
+    key and up to four RANGE attributes forming the sort key, each with its own type. `hash_name`/`range_name` are
+    the first of each; `more_hash`/`more_range` hold the others as (name, type) pairs in key-schema order. A key
+    with one attribute on a side encodes that side as the attribute's own key bytes; a side with several encodes as
+    `values.encode_key_tuple` (component-wise order), so storage and reads handle both as one blob per side.
+    DynamoDB's documents give no size limit for a multi-attribute key; here the 2048-byte partition key and 1024-byte
+    sort key limits apply to a side's components together (DynamoDB's own text already speaks of the "aggregated
+    size of all range keys").
+    """
 
     hash_name: str
     hash_type: str
     range_name: str | None = None
     range_type: str | None = None
+    more_hash: tuple[tuple[str, str], ...] = ()
+    more_range: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.more_hash or self.more_range:  # stored definitions come back from JSON with lists
+            self.more_hash = tuple((name, kind) for name, kind in self.more_hash)
+            self.more_range = tuple((name, kind) for name, kind in self.more_range)
+
+    @property
+    def multi_attribute(self) -> bool:
+        """Whether either side has more than one attribute (GSIs only)."""
+        return bool(self.more_hash or self.more_range)
+
+    @property
+    def hash_parts(self) -> tuple[tuple[str, str], ...]:
+        """Every HASH attribute as (name, type), in key-schema order."""
+        return ((self.hash_name, self.hash_type), *self.more_hash)
+
+    @property
+    def range_parts(self) -> tuple[tuple[str, str], ...]:
+        """Every RANGE attribute as (name, type), in key-schema order (empty: no sort key)."""
+        if self.range_name is None:
+            return ()
+        return ((self.range_name, self.range_type), *self.more_range)
 
     @property
     def names(self) -> tuple[str, ...]:
+        if self.more_hash or self.more_range:
+            return tuple(name for name, _kind in (*self.hash_parts, *self.range_parts))
         return (self.hash_name,) if self.range_name is None else (self.hash_name, self.range_name)
 
     def to_wire(self) -> list[dict]:
-        out = [{"AttributeName": self.hash_name, "KeyType": "HASH"}]
-        if self.range_name is not None:
-            out.append({"AttributeName": self.range_name, "KeyType": "RANGE"})
+        out = [{"AttributeName": name, "KeyType": "HASH"} for name, _kind in self.hash_parts]
+        out.extend({"AttributeName": name, "KeyType": "RANGE"} for name, _kind in self.range_parts)
         return out
 
     # --------------------------------------------------------------------------------------------- key validation
@@ -71,45 +108,69 @@ class KeySchema:
         return {name: item[name] for name in self.names}
 
     def _typed_names(self) -> list[tuple[str, str]]:
+        if self.more_hash or self.more_range:
+            return [*self.hash_parts, *self.range_parts]
         pairs = [(self.hash_name, self.hash_type)]
         if self.range_name is not None:
             pairs.append((self.range_name, self.range_type))
         return pairs
 
     def encode_partition(self, hash_value: dict) -> bytes:
-        """The encoded partition key, after DynamoDB's emptiness and size checks."""
+        """The encoded partition key of a single-attribute partition key, after DynamoDB's emptiness and size checks."""
         inner = hash_value.get("S")
         if inner and len(hash_value) == 1:  # the common case (a non-empty string), inlined: every write takes it
             pk = inner.encode("utf-8")
             if len(pk) > MAX_PARTITION_KEY_BYTES:
-                raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
+                raise invalid_parameter(HASH_KEY_TOO_LONG)
             return pk
         check_key_not_empty(self.hash_name, hash_value)
         pk = encode_key_value(hash_value)
         if _raw_len(hash_value) > MAX_PARTITION_KEY_BYTES:
-            raise invalid_parameter("Size of hashkey has exceeded the maximum size limit of2048 bytes")
+            raise invalid_parameter(HASH_KEY_TOO_LONG)
         return pk
+
+    def encode_hash(self, values: dict) -> bytes:
+        """The encoded partition key of a map holding every HASH attribute (one or several)."""
+        if not self.more_hash:
+            return self.encode_partition(values[self.hash_name])
+        return encode_components(self.hash_parts, values, MAX_PARTITION_KEY_BYTES, HASH_KEY_TOO_LONG)
+
+    def encode_range(self, values: dict) -> bytes:
+        """The encoded sort key of a map holding every RANGE attribute (b"" without a sort key)."""
+        if self.range_name is None:
+            return b""
+        if self.more_range:
+            return encode_components(self.range_parts, values, MAX_SORT_KEY_BYTES, RANGE_KEY_TOO_LONG)
+        range_value = values[self.range_name]
+        inner = range_value.get("S")
+        if inner and len(range_value) == 1:  # a non-empty string, inlined as in `encode_partition`
+            sk = inner.encode("utf-8")
+            if len(sk) > MAX_SORT_KEY_BYTES:
+                raise invalid_parameter(RANGE_KEY_TOO_LONG)
+            return sk
+        check_key_not_empty(self.range_name, range_value)
+        sk = encode_key_value(range_value)
+        if _raw_len(range_value) > MAX_SORT_KEY_BYTES:
+            raise invalid_parameter(RANGE_KEY_TOO_LONG)
+        return sk
 
     def encode(self, values: dict) -> tuple[bytes, bytes]:
         """The encoded (partition, sort) key of a normalised item or key map known to hold the key attributes."""
         return self._encode(values)
 
     def _encode(self, values: dict) -> tuple[bytes, bytes]:
-        pk = self.encode_partition(values[self.hash_name])
-        if self.range_name is None:
-            return pk, b""
-        range_value = values[self.range_name]
-        inner = range_value.get("S")
-        if inner and len(range_value) == 1:  # a non-empty string, inlined as in `encode_partition`
-            sk = inner.encode("utf-8")
-            if len(sk) > MAX_SORT_KEY_BYTES:
-                raise invalid_parameter("Aggregated size of all range keys has exceeded the size limit of 1024 bytes")
-            return pk, sk
-        check_key_not_empty(self.range_name, range_value)
-        sk = encode_key_value(range_value)
-        if _raw_len(range_value) > MAX_SORT_KEY_BYTES:
-            raise invalid_parameter("Aggregated size of all range keys has exceeded the size limit of 1024 bytes")
-        return pk, sk
+        if self.more_hash:
+            return self.encode_hash(values), self.encode_range(values)
+        return self.encode_partition(values[self.hash_name]), self.encode_range(values)
+
+
+def encode_components(parts: tuple[tuple[str, str], ...], values: dict, limit: int, too_long: str) -> bytes:
+    """One side of a multi-attribute key as a tuple encoding; the size limit applies to the components together."""
+    for name, _kind in parts:
+        check_key_not_empty(name, values[name])
+    if sum(_raw_len(values[name]) for name, _kind in parts) > limit:
+        raise invalid_parameter(too_long)
+    return encode_key_tuple(values[name] for name, _kind in parts)
 
 
 def _raw_len(value: dict) -> int:

@@ -24,21 +24,23 @@ MAX_LSIS = 5
 MAX_PROJECTED_ATTRIBUTES = 100  # NonKeyAttributes summed over all indexes of a table
 MAX_CAPACITY_UNITS = 1_000_000_000_000  # larger values are "out of bounds", whatever the account's quota
 MAX_TAGS = 50
+MAX_KEY_ATTRIBUTES_PER_SIDE = 4  # a GSI's multi-attribute key: up to 4 HASH and 4 RANGE attributes
+HASH_FIRST = "Every HASH KeySchemaElement must precede every RANGE KeySchemaElement"
 
 # ------------------------------------------------------------------------------------------------- field specs
 # Member order inside each spec is the order DynamoDB lists their violations in one message.
 
 
-def key_schema_field() -> List:
+def key_schema_field(multi_attribute: bool = False) -> List:
+    """A KeySchema: at most one HASH and one RANGE element for tables and LSIs. A GSI's may hold up to four of each
+    (multi-attribute keys); their counts are cross-field rules (`check_key_elements`), so no length limit here."""
     element = Struct(
         {
             "AttributeName": Str(required=True, min_length=1, max_length=255),
             "KeyType": Str(required=True, enum=("HASH", "RANGE")),
         }
     )
-    # At most one HASH and one RANGE element. (DynamoDB now also takes multi-attribute GSI keys; globaltables
-    # keeps the two-element key schema everywhere.)
-    return List(element, required=True, min_length=1, max_length=2)
+    return List(element, required=True, min_length=1, max_length=None if multi_attribute else 2)
 
 
 def attribute_definitions_field(required: bool) -> List:
@@ -80,7 +82,7 @@ LOCAL_SECONDARY_INDEX = Struct(
 GLOBAL_SECONDARY_INDEX = Struct(
     {
         "IndexName": index_name_field(),
-        "KeySchema": key_schema_field(),
+        "KeySchema": key_schema_field(multi_attribute=True),
         "Projection": PROJECTION,
         "ProvisionedThroughput": provisioned_throughput_field(),
         "OnDemandThroughput": ON_DEMAND_THROUGHPUT,
@@ -133,8 +135,10 @@ def check_capacity_bounds(throughput: dict) -> None:
             raise validation(f"Given value {throughput[member]} for {member} is out of bounds")
 
 
-def check_key_elements(elements: list[dict], definition_names: list[str]) -> None:
-    """The rules every key schema (table or index) obeys, in DynamoDB's order."""
+def check_key_elements(elements: list[dict], definition_names: list[str], multi_attribute: bool = False) -> None:
+    """The rules every key schema (table or index) obeys, in DynamoDB's order. `multi_attribute`: a GSI's, which
+    may hold 1-4 HASH elements followed by 0-4 RANGE elements, each attribute once (DynamoDB's multi-attribute
+    keys, developerguide/GSI.html#GSI.MultiAttributeKeys)."""
     names = [element["AttributeName"] for element in elements]
     if any(name not in definition_names for name in names):
         raise invalid_parameter(
@@ -144,17 +148,40 @@ def check_key_elements(elements: list[dict], definition_names: list[str]) -> Non
     if len(names) == 2 and names[0] == names[1]:
         raise validation("Both the Hash Key and the Range Key element in the KeySchema have the same name")
     if elements[0]["KeyType"] != "HASH":
+        if multi_attribute and any(element["KeyType"] == "HASH" for element in elements):
+            raise validation(f"Invalid KeySchema: The first KeySchemaElement is not a HASH key type: {HASH_FIRST}")
         raise validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
-    if len(elements) == 2 and elements[1]["KeyType"] != "RANGE":
-        raise validation("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+    if not multi_attribute:
+        if len(elements) == 2 and elements[1]["KeyType"] != "RANGE":
+            raise validation("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+        return
+    repeated = next((name for position, name in enumerate(names) if name in names[:position]), None)
+    if repeated is not None:
+        raise validation(
+            f"Invalid KeySchema: Two KeySchemaElements have the same name: {repeated}. An attribute may appear only "
+            "once in a key schema"
+        )
+    kinds = [element["KeyType"] for element in elements]
+    first_range = kinds.index("RANGE") if "RANGE" in kinds else len(kinds)
+    if "HASH" in kinds[first_range:]:
+        raise validation(f"Invalid KeySchema: {HASH_FIRST}")
+    for kind, count in (("HASH", first_range), ("RANGE", len(kinds) - first_range)):
+        if count > MAX_KEY_ATTRIBUTES_PER_SIDE:
+            raise validation(
+                f"Invalid KeySchema: A KeySchema can have at most {MAX_KEY_ATTRIBUTES_PER_SIDE} {kind} "
+                f"KeySchemaElements; {kind} KeySchemaElements: {count}"
+            )
 
 
 def key_schema(elements: list[dict], types: dict[str, str]) -> KeySchema:
-    hash_name = elements[0]["AttributeName"]
-    if len(elements) == 1:
-        return KeySchema(hash_name, types[hash_name])
-    range_name = elements[1]["AttributeName"]
-    return KeySchema(hash_name, types[hash_name], range_name, types[range_name])
+    """The KeySchema of elements that passed `check_key_elements` (all HASH elements, then all RANGE elements)."""
+    hashes = [(e["AttributeName"], types[e["AttributeName"]]) for e in elements if e["KeyType"] == "HASH"]
+    ranges = [(e["AttributeName"], types[e["AttributeName"]]) for e in elements if e["KeyType"] == "RANGE"]
+    (hash_name, hash_type), *more_hash = hashes
+    if not ranges:
+        return KeySchema(hash_name, hash_type, more_hash=tuple(more_hash))
+    (range_name, range_type), *more_range = ranges
+    return KeySchema(hash_name, hash_type, range_name, range_type, tuple(more_hash), tuple(more_range))
 
 
 def check_attribute_definitions(definitions: list[dict]) -> None:
@@ -246,7 +273,7 @@ def build_index(raw: dict, kind: str, types: dict[str, str]) -> IndexDefinition:
 
 def check_gsi(raw: dict, definition_names: list[str], billing_mode: str) -> None:
     """One GSI of CreateTable or of an UpdateTable Create action."""
-    check_key_elements(raw["KeySchema"], definition_names)
+    check_key_elements(raw["KeySchema"], definition_names, multi_attribute=True)
     check_projection(raw["Projection"])
     check_gsi_throughput(raw, billing_mode)
 

@@ -9,6 +9,11 @@ Theory of operation
 - Numbers are never floats: `Decimal` with a 38-digit context does the arithmetic and the comparisons.
 - Key values are encoded to bytes whose unsigned byte order is DynamoDB's order (S by UTF-8 bytes, N numerically,
   B by unsigned bytes), so storage can sort and range-scan keys as plain blobs.
+- A multi-attribute GSI key (up to four HASH and four RANGE attributes) is a tuple of such values, compared one
+  component at a time. `encode_key_tuple` makes one blob of it whose byte order is that tuple order: each
+  component's bytes with 0x00 escaped as 0x00 0xFF, then the terminator 0x00 0x01. A terminator sorts below every
+  byte a longer component could continue with, so a shorter component sorts first, and every key whose leading
+  components equal a given tuple starts with that tuple's encoding (a prefix the storage can range-scan).
 """
 
 from __future__ import annotations
@@ -366,6 +371,25 @@ def encode_key_value(value: dict) -> bytes:
     if kind == "B":
         return base64.b64decode(inner)
     return encode_number(Decimal(inner))
+
+
+TUPLE_TERMINATOR = b"\x00\x01"
+
+
+def escape_key_bytes(raw: bytes) -> bytes:
+    """A component's key bytes inside a tuple encoding: 0x00 becomes 0x00 0xFF (above the terminator)."""
+    return raw.replace(b"\x00", b"\x00\xff") if b"\x00" in raw else raw
+
+
+def join_key_bytes(raws) -> bytes:
+    """The tuple encoding of components already encoded by `encode_key_value`."""
+    return b"".join(escape_key_bytes(raw) + TUPLE_TERMINATOR for raw in raws)
+
+
+def encode_key_tuple(values) -> bytes:
+    """Bytes whose unsigned order is the lexicographic order of the key values, each compared in its own type's
+    order (the key of a multi-attribute GSI partition or sort key)."""
+    return join_key_bytes(encode_key_value(value) for value in values)
 
 
 def encode_number(value: Decimal) -> bytes:

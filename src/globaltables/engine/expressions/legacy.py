@@ -44,7 +44,7 @@ from .ast import (
     UpdateExpression,
     Value,
 )
-from .key_condition import KeyCondition
+from .key_condition import KeyCondition, match_schema
 from .paths import build_tree
 
 # --------------------------------------------------------------------------------------------- request fields
@@ -310,7 +310,14 @@ def check_key_conditions(conditions: dict) -> list[tuple[str, str, list[dict]]]:
 
 
 def key_condition(conditions: dict, key: KeySchema) -> KeyCondition:
-    """The KeyCondition of a legacy KeyConditions map against the queried key schema."""
+    """The KeyCondition of a legacy KeyConditions map against the queried key schema. A multi-attribute key takes
+    one condition per key attribute, under the rules of KeyConditionExpression (`key_condition.match_schema`)."""
+    if key.multi_attribute:
+        triples = _checked_conditions(conditions)
+        for _name, op, _values in triples:
+            if op not in _KEY_OPERATORS:
+                raise ValidationException("Attempted conditional constraint is not an indexable operation")
+        return match_schema([(name, _KEY_OPERATORS[op], values) for name, op, values in triples], key)
     checked = {name: (op, values) for name, op, values in check_key_conditions(conditions)}
     count = len(checked)
     if key.range_name is None and count > 1:

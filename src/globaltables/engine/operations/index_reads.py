@@ -22,17 +22,9 @@ from ..errors import ValidationException, invalid_parameter
 from ..expressions import Path, Projection, condition_paths
 from ..expressions.paths import build_tree
 from ..indexes import projected_names
-from ..schema import (
-    KEY_MISMATCH,
-    MAX_PARTITION_KEY_BYTES,
-    MAX_SORT_KEY_BYTES,
-    IndexDefinition,
-    KeySchema,
-    TableDefinition,
-    check_key_not_empty,
-)
+from ..schema import KEY_MISMATCH, IndexDefinition, KeySchema, TableDefinition
 from ..storage.records import IndexRow, partition_hash
-from ..values import encode_key_value, item_size, normalize_value
+from ..values import item_size, normalize_value
 from .paging import check_query_start
 
 GSI_CONSISTENT_READ = "Consistent reads are not supported on global secondary indexes"
@@ -147,14 +139,8 @@ class IndexRead:
         if not isinstance(start, dict) or len(start) != len(self.start_key_names):
             raise ValidationException(STARTING_KEY_INVALID)
         key = self.index.key
-        encoded = []
-        for name, kind, limit in (
-            (key.hash_name, key.hash_type, MAX_PARTITION_KEY_BYTES),
-            (key.range_name, key.range_type, MAX_SORT_KEY_BYTES),
-        ):
-            if name is None:
-                encoded.append(b"")
-                continue
+        values = {}
+        for name, kind in (*key.hash_parts, *key.range_parts):
             if name not in start:
                 raise ValidationException(STARTING_KEY_INVALID)
             try:
@@ -163,15 +149,8 @@ class IndexRead:
                 raise ValidationException(f"{STARTING_KEY_INVALID}: {error.message}") from None
             if next(iter(value)) != kind:
                 raise ValidationException(KEY_MISMATCH)
-            check_key_not_empty(name, value)
-            raw = encode_key_value(value)
-            if kind != "N" and len(raw) > limit:
-                raise invalid_parameter(
-                    "Size of hashkey has exceeded the maximum size limit of2048 bytes"
-                    if limit == MAX_PARTITION_KEY_BYTES
-                    else "Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
-                )
-            encoded.append(raw)
+            values[name] = value
+        encoded = key.encode(values)  # DynamoDB's emptiness and size checks, one or several attributes a side
         try:
             bpk, bsk, _ = self.table.key.key_from_request({name: start.get(name) for name in self.table.key.names})
         except ValidationException as error:

@@ -1,11 +1,16 @@
-"""Query: the items of one item collection, in sort-key order, narrowed by a key condition on the sort key."""
+"""Query: the items of one item collection, in sort-key order, narrowed by a key condition on the sort key.
+
+A multi-attribute GSI sort key is stored as a tuple encoding (values.encode_key_tuple): equalities on its leading
+attributes fix a byte prefix, and the last condition bounds the next component within it, so every valid key
+condition is still one contiguous range of one index partition.
+"""
 
 from __future__ import annotations
 
 from ..errors import ValidationException
 from ..expressions import condition_paths, legacy, parse_key_condition
 from ..validation import Bool, Str, check_request
-from ..values import encode_key_value
+from ..values import encode_key_tuple, encode_key_value, escape_key_bytes
 from .index_reads import index_for_read
 from .paging import READ_FIELDS, check_query_start, read_page, read_plan
 from .read_modify_write import expression_context
@@ -47,6 +52,50 @@ def sort_bounds(op: str | None, values: list[dict]):
 HASH_ONLY_START_KEY = "The provided exclusive start key is invalid: the table has no sort key to resume a Query after"
 
 
+def _above(prefix: bytes) -> tuple[bytes, bool] | None:
+    """An exclusive upper bound past every key starting with `prefix` (None: unbounded)."""
+    successor = prefix_successor(prefix)
+    return None if successor is None else (successor, False)
+
+
+def tuple_sort_bounds(prefix_values: tuple, op: str | None, values: list[dict]):
+    """(lower, upper) bounds of a multi-attribute sort key: equalities on `prefix_values`, then `op` on the next
+    component (or nothing)."""
+    prefix = encode_key_tuple(prefix_values)
+    inside = ((prefix, True) if prefix else None), (_above(prefix) if prefix else None)  # the whole prefix
+    if op is None:
+        return inside
+    if op == "BEGINS_WITH":
+        start = prefix + escape_key_bytes(encode_key_value(values[0]))  # a component's bytes start with the prefix's
+        return (start, True), _above(start)
+    first = prefix + encode_key_tuple(values[:1])
+    if op == "=":
+        return (first, True), _above(first)
+    if op == "<":
+        return inside[0], (first, False)
+    if op == "<=":
+        return inside[0], _above(first)
+    if op == ">":
+        after = _above(first)
+        return (None if after is None else (after[0], True)), inside[1]
+    if op == ">=":
+        return (first, True), inside[1]
+    if op == "BETWEEN":
+        return (first, True), _above(prefix + encode_key_tuple(values[1:2]))
+    raise ValidationException("Query key condition not supported")
+
+
+def key_bounds(key_schema, condition) -> tuple[bytes, tuple[bytes, bool] | None, tuple[bytes, bool] | None]:
+    """The encoded partition key a key condition reads and the (lower, upper) bounds of its sort keys."""
+    if not key_schema.multi_attribute:
+        return key_schema.encode_partition(condition.hash_value), *sort_bounds(condition.sort_op, condition.sort_values)
+    names = [name for name, _kind in key_schema.hash_parts]
+    pk = key_schema.encode_hash(dict(zip(names, condition.hash_values, strict=True)))
+    if not key_schema.more_range:
+        return pk, *sort_bounds(condition.sort_op, condition.sort_values)
+    return pk, *tuple_sort_bounds(condition.sort_prefix, condition.sort_op, condition.sort_values)
+
+
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
     legacy.check_fields(request, legacy.QUERY_FIELDS)
@@ -70,8 +119,7 @@ def handle(engine, request: dict) -> dict:
     if index is not None:
         index.bind(plan, request)
 
-    pk = key_schema.encode_partition(condition.hash_value)
-    lower, upper = sort_bounds(condition.sort_op, condition.sort_values)
+    pk, lower, upper = key_bounds(key_schema, condition)
     forward = request.get("ScanIndexForward", True)
     if index is not None:
         start = index.query_start(request.get("ExclusiveStartKey"), condition, pk, lower, upper)

@@ -57,7 +57,7 @@ GSI_UPDATE = Struct(
                 "Projection": PROJECTION,
                 "IndexName": index_name_field(),
                 "ProvisionedThroughput": provisioned_throughput_field(),
-                "KeySchema": key_schema_field(),
+                "KeySchema": key_schema_field(multi_attribute=True),
                 "OnDemandThroughput": ON_DEMAND_THROUGHPUT,
                 "WarmThroughput": WARM_THROUGHPUT,
             }
