@@ -244,7 +244,9 @@ def _sorted_sets(image):
     return {k: ({"SS": sorted(v["SS"])} if "SS" in v else v) for k, v in image.items()}
 
 
-def test_consumer_sees_every_change_in_order_across_a_restart(region_factory, client_factory, tmp_path, unique_table_name):
+def test_consumer_sees_every_change_in_order_across_a_restart(
+    region_factory, client_factory, tmp_path, unique_table_name
+):
     region = region_factory(data_dir=tmp_path / "data", extra_args=("--ttl-sweep-interval", SWEEP_INTERVAL_S))
     endpoint = region.start()
     dynamodb = client_factory(endpoint=endpoint)

@@ -76,6 +76,7 @@ def test_an_arn_of_another_region_or_account_is_not_found_and_a_malformed_one_is
             dynamodb.get_item(TableName=other, Key={"pk": {"S": "a"}})
         assert caught.value.response["Error"]["Code"] == "ResourceNotFoundException"
     with pytest.raises(ClientError) as caught:
-        dynamodb.get_item(TableName=f"arn:aws:dynamodb:{region_name}:{account_id}:stream/{name}", Key={"pk": {"S": "a"}})
+        stream_arn = f"arn:aws:dynamodb:{region_name}:{account_id}:stream/{name}"
+        dynamodb.get_item(TableName=stream_arn, Key={"pk": {"S": "a"}})
     assert caught.value.response["Error"]["Code"] == "ValidationException"
     assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
