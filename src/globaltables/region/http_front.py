@@ -13,7 +13,9 @@ Theory of operation
 2. A request is served here only if its head is strictly well formed (request line exactly `POST / HTTP/1.1`,
    token header names, printable ASCII values, no repeated header, within aiohttp's size limits) with a
    Content-Length no larger than the 16 MiB limit, a JSON media type, and none of Transfer-Encoding, Expect,
-   Upgrade or Connection. This is a strict subset of what aiohttp accepts and answers the same way.
+   Upgrade or Connection. This is a strict subset of what aiohttp accepts and answers the same way. Compressed
+   bodies and compressed answers need nothing here: the shared answer decodes and encodes them (content_coding.py),
+   and tests/region/test_two_paths.py holds both paths to the same bytes.
 3. Any other request (health check, other paths, presigned query strings, chunked or oversized bodies, `Expect:
    100-continue`, WebSocket upgrades of replication links, control routes, anything malformed) hands the whole
    connection to aiohttp: a fresh `RequestHandler` of the runner's server takes the transport and the unconsumed
