@@ -27,6 +27,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="tests/conformance: every boto3 client gzip-compresses every request",
     )
+    group.addoption(
+        "--region-store",
+        choices=("memory", "disk"),
+        default="memory",
+        help="tests/conformance: the store of the region processes it starts (--in-memory or --data-dir)",
+    )
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ testbed, and the real service the same way (that is how a test here earns its cl
     python -m pytest tests/conformance --endpoint URL           # an endpoint already running (dummy credentials)
     python -m pytest tests/conformance --aws                    # real DynamoDB, the user's credentials and region
     python -m pytest tests/conformance --request-compression    # every request gzip-compressed (any target)
+    python -m pytest tests/conformance --region-store disk      # local region processes on SQLite files
 
 Rules
 1. Nothing here imports the product (tests/test_conformance_portable.py checks it), and every client comes from
@@ -125,11 +126,30 @@ def account_id(target: Target) -> str:
 
 
 @pytest.fixture(scope="module")
+def region_args() -> tuple[str, ...]:
+    """Extra command-line flags of the module's local region process (a module may override this)."""
+    return ()
+
+
+@pytest.fixture(scope="module")
+def region(request: pytest.FixtureRequest, tmp_path_factory, region_args) -> Iterator[RegionProcess]:
+    """The module's local region process, on the store `--region-store` names."""
+    workdir = tmp_path_factory.mktemp("region")
+    disk = request.config.getoption("region_store") == "disk"
+    process = RegionProcess(REGION_NAME, workdir, data_dir=workdir / "data" if disk else None, extra_args=region_args)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
 def region_endpoint(request: pytest.FixtureRequest, target: Target) -> str:
     """The endpoint URL of the target (a local region process, started once per module, when none is given)."""
     if target.endpoint is not None:
         return target.endpoint
-    process: RegionProcess = request.getfixturevalue("region")  # a module may override `region` (extra flags)
+    process: RegionProcess = request.getfixturevalue("region")  # started only when there is no other target
     assert process.endpoint is not None
     return process.endpoint
 

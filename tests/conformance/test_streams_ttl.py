@@ -16,7 +16,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from region_process import REGION_NAME, RegionProcess, wait_until
+from region_process import wait_until
 
 SWEEP_INTERVAL_S = "0.2"
 SWEEP_WAIT_S = 30.0  # bounded wait for the sweep; normally it takes well under a second
@@ -26,16 +26,9 @@ NO_CLIENT_VALIDATION = Config(retries={"total_max_attempts": 1}, parameter_valid
 
 
 @pytest.fixture(scope="module")
-def region(tmp_path_factory):
-    """This module's region sweeps TTL every 0.2 s (overrides the shared fixture of the same name)."""
-    process = RegionProcess(
-        REGION_NAME, tmp_path_factory.mktemp("region"), extra_args=("--ttl-sweep-interval", SWEEP_INTERVAL_S)
-    )
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
+def region_args():
+    """This module's region sweeps TTL every 0.2 s."""
+    return ("--ttl-sweep-interval", SWEEP_INTERVAL_S)
 
 
 def create_table(dynamodb, name, view="NEW_AND_OLD_IMAGES"):

@@ -152,3 +152,41 @@ async def test_front_and_aiohttp_answer_every_request_with_the_same_bytes(both_p
         for _, writer in connections:
             writer.close()
     assert compressed == {b"gzip", b"deflate"}  # the set really exercised both codings on both paths
+
+
+async def test_a_region_whose_requests_wait_decodes_and_compresses_the_same_way(tmp_path):
+    """Strong mode (answer_async, region/mrsc_host.py) serves every DynamoDB request through aiohttp: its bodies are
+    decoded and its answers compressed by the same rules, and an undecodable body never reaches the answer."""
+    store = SqliteStore(None)
+    engine = Engine(store, SystemClock(), region="us-east-1")
+    seen: list[bytes] = []
+
+    async def answer_async(headers, query_string, raw):
+        seen.append(raw)
+        return 200, orjson.dumps({"echo": raw.decode(), "padding": "p" * 5000})
+
+    app = make_app(engine, answer_async=answer_async)
+    assert app[DYNAMODB_ANSWER] is None  # the front must leave every request to aiohttp
+    runner = make_runner(app, access_log=None)
+    await runner.setup()
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(runner.server, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+    try:
+        for data in (
+            request("ListTables", gzip.compress(b'{"Limit": 1}'), "Content-Encoding: gzip\r\nAccept-Encoding: gzip\r\n"),
+            request("ListTables", b"\x1f\x8b\x08\x00garbage", "Content-Encoding: gzip\r\n"),
+        ):
+            writer.write(data)
+        (first, first_headers, first_body), (second, _, _) = [
+            await asyncio.wait_for(read_answer(reader), TIMEOUT_S) for _ in range(2)
+        ]
+    finally:
+        writer.close()
+        server.close()
+        await runner.cleanup()
+        store.close()
+    assert first.split(b" ")[1] == b"200" and (b"Content-Encoding", b"gzip") in first_headers
+    assert orjson.loads(gzip.decompress(first_body))["echo"] == '{"Limit": 1}'
+    assert second.split(b" ")[1] == b"500"
+    assert seen == [b'{"Limit": 1}']
