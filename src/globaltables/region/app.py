@@ -125,7 +125,6 @@ def make_app(
     media_type = wire.media_type
     max_bytes = wire.MAX_REQUEST_BYTES
     decode_request_body = content_coding.decode_request_body
-    negotiate = content_coding.negotiate
     encode_answer = content_coding.encode_answer
 
     def finish(
@@ -133,10 +132,7 @@ def make_app(
     ) -> tuple[int, bytes, dict[str, str]]:
         """Every answer's last step, on both paths: compression as the request accepts it, the framing headers
         (the checksum is of the bytes sent), the item version, CORS."""
-        accepted = request_headers.get("Accept-Encoding")
-        coding = None
-        if accepted is not None:
-            body, coding = encode_answer(body, negotiate(accepted))
+        body, coding = encode_answer(body, request_headers.get("Accept-Encoding"))
         headers = framing(next_id(), body, content_type)
         if coding is not None:
             headers["Content-Encoding"] = coding

@@ -133,9 +133,12 @@ def _weight(parameters: str) -> float:
     return min(float(text.rstrip("fFdD")), 1.0)
 
 
-def encode_answer(body: bytes, coding: str | None) -> tuple[bytes, str | None]:
-    """(bytes to send, Content-Encoding or None) for an answer body and the negotiated coding."""
-    if coding is None or len(body) <= COMPRESS_OVER_BYTES:
+def encode_answer(body: bytes, accept_encoding: str | None) -> tuple[bytes, str | None]:
+    """(bytes to send, their Content-Encoding or None) for an answer body and the request's Accept-Encoding."""
+    if len(body) <= COMPRESS_OVER_BYTES:  # first: most answers are small, and then nothing needs negotiating
+        return body, None
+    coding = negotiate(accept_encoding)
+    if coding is None:
         return body, None
     if coding == GZIP:
         # zlib's gzip header has mtime 0 and no file name: an answer compresses to the same bytes on every path
