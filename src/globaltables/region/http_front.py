@@ -7,6 +7,13 @@ so this protocol parses that shape itself, calls the same answer function as the
 `DYNAMODB_ANSWER`: the same checks, the same engine call, the same framing headers) and writes the same bytes
 aiohttp would (status line, headers in aiohttp's order, Date and Server).
 
+Why regular expressions and not llhttp (httptools, the C parser uvicorn uses; aiohttp's own parser is llhttp too):
+measured on a botocore-shaped PutItem head, httptools parses in about 10-11 us of CPU against 15-19 us here, but
+through the whole front (engine included, in process, best of six rounds) the two were within noise of each other
+(PutItem 53.6 vs 49.6 us, GetItem 36.1 vs 38.3 us), while llhttp's callbacks give no byte offsets, which the
+hand-over from the start of a pipelined request needs. Every request this front does not take is parsed by llhttp
+anyway, in aiohttp.
+
 Theory of operation
 1. Every accepted connection starts here. Requests are taken from the buffer one by one (pipelining works) and
    answered inline, in arrival order; the engine is synchronous, so a request is done when `data_received` returns.
