@@ -67,6 +67,12 @@ REQUESTS = {
     "gzip request, gzip answer": request(
         "GetItem", gzip.compress(LARGE_GET), "Content-Encoding: gzip\r\nAccept-Encoding: gzip\r\n"
     ),
+    "two Accept-Encoding headers, identity first": request(
+        "GetItem", LARGE_GET, "Accept-Encoding: identity\r\nAccept-Encoding: gzip\r\n"
+    ),
+    "two Accept-Encoding headers, gzip first": request(
+        "GetItem", LARGE_GET, "Accept-Encoding: gzip\r\nAccept-Encoding: identity\r\n"
+    ),
     "unknown coding": request("PutItem", put("u"), "Content-Encoding: br\r\n"),
     "corrupt gzip": request("PutItem", b"\x1f\x8b\x08\x00garbage", "Content-Encoding: gzip\r\n"),
     "truncated gzip": request("PutItem", gzip.compress(put("t"))[:-5], "Content-Encoding: gzip\r\n"),
@@ -80,6 +86,20 @@ REQUESTS = {
     "unknown operation": request("NoSuchOperation", b"{}"),
     "validation error": request("GetItem", b'{"TableName": "Paths"}'),
     "missing table": request("DescribeTable", b'{"TableName": "nope"}'),
+}
+
+# How these answers must be coded (only the first Accept-Encoding header counts, as at DynamoDB).
+ANSWER_CODINGS = {
+    "small answer, gzip accepted": [],
+    "large answer, no Accept-Encoding": [],
+    "large answer, identity": [],
+    "large answer, gzip": [b"gzip"],
+    "large answer, deflate": [b"deflate"],
+    "large answer, *": [b"deflate"],
+    "large answer, gzip;q=0": [],
+    "two Accept-Encoding headers, identity first": [],
+    "two Accept-Encoding headers, gzip first": [b"gzip"],
+    "origin, compressed answer": [b"deflate"],
 }
 
 
@@ -141,7 +161,10 @@ async def test_front_and_aiohttp_answer_every_request_with_the_same_bytes(both_p
             other_kept = [(n, v) for n, v in other_headers if n.lower() not in IGNORED]
             assert (status, kept, body) == (other_status, other_kept, other_body), name
             assert [n for n, _ in headers] == [n for n, _ in other_headers], name
-            compressed.update(v for n, v in headers if n.lower() == b"content-encoding")
+            codings = [v for n, v in headers if n.lower() == b"content-encoding"]
+            compressed.update(codings)
+            if name in ANSWER_CODINGS:
+                assert codings == ANSWER_CODINGS[name], name
             expected_status = {
                 "unknown coding": b"500", "corrupt gzip": b"500", "truncated gzip": b"500", "empty gzip": b"500",
                 "over 16 MiB decoded": b"413", "bad json": b"400", "unknown operation": b"400",

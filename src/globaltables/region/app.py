@@ -5,9 +5,9 @@ handler on the raw request, no middlewares, the engine called inline on the even
 thread-safe; running it inline is both the fastest and the only correct way), orjson, zlib.crc32, and a counter for
 request ids. Protocol decisions live in `wire.py`, content-coding (compressed requests and answers) in
 `content_coding.py`; both run in `answer_post`, which the HTTP front (http_front.py) calls too, so the two paths
-answer alike. The engine's background work (index backfills and purges) runs
-in bounded steps between requests, owned by the application's cleanup context; so do the TTL sweep and the trim
-of stream records past retention, every `--ttl-sweep-interval` seconds.
+answer alike. The engine's background work (index backfills and purges) runs in bounded steps between requests,
+owned by the application's cleanup context; so do the TTL sweep and the trim of stream records past retention,
+every `--ttl-sweep-interval` seconds.
 """
 
 from __future__ import annotations
