@@ -19,6 +19,9 @@ Rules
    `requestcompression` trait (gzip) and `request_min_compression_size_bytes=1`, so even `{}` is sent compressed
    (botocore pull request #2959; the AWS SDKs and Tools reference guide, "Request compression"). The session ends
    with a line counting compressed requests, and fails if any request went out uncompressed.
+5. No boto3 call may be answered with a 5xx: DynamoDB answers 500 only to bodies it cannot decode (sent raw, by
+   `signed_post`) and to strong-consistency requests it cannot serve, neither of which a client here sends. A test
+   during which one was fails in its teardown, naming the operation.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class Target:
     compress_requests: bool = False
     sent: int = 0
     compressed: int = 0
+    server_errors: list[str] = field(default_factory=list)  # "<operation>: <status>" of every 5xx answer
 
     @property
     def local(self) -> bool:
@@ -110,6 +114,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def target() -> Target:
     assert _target is not None
     return _target
+
+
+@pytest.fixture(autouse=True)
+def _no_server_errors(target: Target) -> Iterator[None]:
+    before = len(target.server_errors)
+    yield
+    if len(target.server_errors) > before:
+        pytest.fail(f"answered with a server error: {', '.join(target.server_errors[before:])}")
 
 
 @pytest.fixture(scope="session")
@@ -173,6 +185,10 @@ def client_factory(target: Target, region_endpoint: str) -> Callable[..., Any]:
         target.sent += 1
         target.compressed += (coding.decode() if isinstance(coding, bytes) else coding) == "gzip"
 
+    def note_server_error(http_response, model, **_kwargs) -> None:
+        if http_response is not None and http_response.status_code >= 500:
+            target.server_errors.append(f"{model.name}: {http_response.status_code}")
+
     def make(service: str = "dynamodb", config: Config | None = None, endpoint: str | None = None) -> Any:
         merged = BASE_CONFIG if config is None else BASE_CONFIG.merge(config)
         if target.compress_requests:
@@ -184,6 +200,7 @@ def client_factory(target: Target, region_endpoint: str) -> Callable[..., Any]:
             config=merged,
             **target.credentials,
         )
+        client.meta.events.register("after-call", note_server_error)
         if target.compress_requests:
             force_request_compression(client)
             client.meta.events.register("before-send", count)
