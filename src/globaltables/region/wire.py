@@ -10,9 +10,9 @@ established against the live service; its tests are the record):
     `cors_headers`. Any other method or path (a POST to `/x` included), and a POST whose Content-Type is neither
     `application/x-amz-json-1.0` nor `application/json`, gets 404 `<UnknownOperationException/>` (the body is XML
     at DynamoDB too, because no JSON protocol was selected).
- 1a. The body is decoded as its `Content-Encoding` says (content_coding.py): 500 for a coding DynamoDB does not
-    accept or a body that does not decode, 413 for one over 16 MiB decoded; either way nothing is executed.
- 2. A body over 16 MiB (DynamoDB's request limit) is refused with 413 before it is read.
+ 2. A body over 16 MiB (DynamoDB's request limit) is refused with 413 before it is read. Then it is decoded as
+    its `Content-Encoding` says (content_coding.py): 500 for a coding DynamoDB does not accept or a body that does
+    not decode, 413 for one over 16 MiB decoded; either way nothing is executed.
  3. The body must be JSON: otherwise 400 SerializationException. An empty body is an empty input structure, as in
     every AWS JSON protocol (boto3 always sends at least `{}`).
  4. The target must be `DynamoDB_20120810.<Operation>` naming an operation of DynamoDB's API (or
