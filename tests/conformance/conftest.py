@@ -32,6 +32,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -93,7 +94,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if _target.local:
         return
     skip = pytest.mark.skip(reason=f"needs a region process of its own; the target is {_target.kind}")
+    here = Path(__file__).parent
     for item in items:
+        if here not in item.path.parents:  # the hook sees the whole session's items
+            continue
         if item.get_closest_marker(LOCAL_ONLY) is not None or "region_factory" in getattr(item, "fixturenames", ()):
             item.add_marker(skip)
 
