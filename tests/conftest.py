@@ -17,6 +17,24 @@ import pytest
 from region_process import REGION_NAME, RegionProcess, make_client
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The conformance suite's targets (tests/conformance/conftest.py); here because options must be known at start."""
+    group = parser.getgroup("conformance", "tests/conformance against any DynamoDB endpoint")
+    group.addoption("--endpoint", metavar="URL", help="run tests/conformance against this running endpoint")
+    group.addoption("--aws", action="store_true", help="run tests/conformance against real DynamoDB (your credentials)")
+    group.addoption(
+        "--request-compression",
+        action="store_true",
+        help="tests/conformance: every boto3 client gzip-compresses every request",
+    )
+    group.addoption(
+        "--region-store",
+        choices=("memory", "disk"),
+        default="memory",
+        help="tests/conformance: the store of the region processes it starts (--in-memory or --data-dir)",
+    )
+
+
 @pytest.fixture(scope="module")
 def region(tmp_path_factory) -> Iterator[RegionProcess]:
     """An in-memory region process for the whole test module."""

@@ -8,7 +8,6 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from region_process import make_client
 
 NO_CLIENT_VALIDATION = Config(retries={"total_max_attempts": 1}, parameter_validation=False)
 
@@ -56,8 +55,8 @@ def test_a_missing_table_is_table_not_found(dynamodb, unique_table_name):
 
 
 @pytest.mark.parametrize("days", [0, 36])
-def test_the_recovery_period_is_one_to_thirty_five_days(region_endpoint, table, days):
-    unchecked = make_client(region_endpoint, config=NO_CLIENT_VALIDATION)  # boto3 would refuse 0 itself
+def test_the_recovery_period_is_one_to_thirty_five_days(client_factory, table, days):
+    unchecked = client_factory(config=NO_CLIENT_VALIDATION)  # boto3 would refuse 0 itself
     with pytest.raises(ClientError) as caught:
         unchecked.update_continuous_backups(
             TableName=table,

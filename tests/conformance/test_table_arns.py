@@ -5,15 +5,12 @@ maps keyed by ARN, whose answers come back keyed the same way."""
 import pytest
 from botocore.exceptions import ClientError
 
-from region_process import REGION_NAME
-
-ACCOUNT = "000000000000"
 
 
 @pytest.fixture(scope="module")
-def table(dynamodb, unique_table_name):
+def table(dynamodb, unique_table_name, region_name, account_id):
     name = unique_table_name("Arns")
-    arn = f"arn:aws:dynamodb:{REGION_NAME}:{ACCOUNT}:table/{name}"
+    arn = f"arn:aws:dynamodb:{region_name}:{account_id}:table/{name}"
     dynamodb.create_table(
         TableName=arn,
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
@@ -66,16 +63,20 @@ def test_batch_answers_are_keyed_as_the_request_named_the_table(dynamodb, table)
     assert got["Responses"] == {arn: [{"pk": {"S": "b1"}}]} and got["UnprocessedKeys"] == {}
 
 
-def test_an_arn_of_another_region_or_account_is_not_found_and_a_malformed_one_is_refused(dynamodb, table):
+def test_an_arn_of_another_region_or_account_is_not_found_and_a_malformed_one_is_refused(
+    dynamodb, table, region_name, account_id
+):
     name, _arn = table
+    other_region = "eu-west-1" if region_name != "eu-west-1" else "us-east-1"
     for other in (
-        f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/{name}",
-        f"arn:aws:dynamodb:{REGION_NAME}:111111111111:table/{name}",
+        f"arn:aws:dynamodb:{other_region}:{account_id}:table/{name}",
+        f"arn:aws:dynamodb:{region_name}:111111111111:table/{name}",
     ):
         with pytest.raises(ClientError) as caught:
             dynamodb.get_item(TableName=other, Key={"pk": {"S": "a"}})
         assert caught.value.response["Error"]["Code"] == "ResourceNotFoundException"
     with pytest.raises(ClientError) as caught:
-        dynamodb.get_item(TableName=f"arn:aws:dynamodb:{REGION_NAME}:{ACCOUNT}:stream/{name}", Key={"pk": {"S": "a"}})
+        stream_arn = f"arn:aws:dynamodb:{region_name}:{account_id}:stream/{name}"
+        dynamodb.get_item(TableName=stream_arn, Key={"pk": {"S": "a"}})
     assert caught.value.response["Error"]["Code"] == "ValidationException"
     assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400

@@ -9,7 +9,6 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
-from region_process import make_client
 
 CCF = {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}
 NONE = {"Code": "None"}
@@ -224,9 +223,9 @@ def test_transact_get_items_in_request_order(dynamodb, accounts):
     assert response["ConsumedCapacity"] == [{"TableName": accounts, "CapacityUnits": 6.0, "ReadCapacityUnits": 6.0}]
 
 
-def test_token_survives_a_region_restart(region_factory, tmp_path, unique_table_name):
+def test_token_survives_a_region_restart(region_factory, client_factory, tmp_path, unique_table_name):
     region = region_factory(data_dir=tmp_path / "data")
-    client = make_client(region.start())
+    client = client_factory(endpoint=region.start())
     table = unique_table_name("Accounts")
     create_accounts(client, table)
     open_account(client, table, "alice", 100)
@@ -236,7 +235,7 @@ def test_token_survives_a_region_restart(region_factory, tmp_path, unique_table_
     client.transact_write_items(TransactItems=items, ClientRequestToken=token)
     region.stop()
 
-    client = make_client(region.start())
+    client = client_factory(endpoint=region.start())
     client.transact_write_items(TransactItems=items, ClientRequestToken=token)
     assert balances(client, table, "alice", "bob") == [75, 25]
     response = error_of(

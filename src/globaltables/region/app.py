@@ -3,9 +3,11 @@
 The request path is kept lean on purpose (a region should take well over 10,000 PutItem/s on two cores): one
 handler on the raw request, no middlewares, the engine called inline on the event loop (it is synchronous and not
 thread-safe; running it inline is both the fastest and the only correct way), orjson, zlib.crc32, and a counter for
-request ids. Protocol decisions live in `wire.py`. The engine's background work (index backfills and purges) runs
-in bounded steps between requests, owned by the application's cleanup context; so do the TTL sweep and the trim
-of stream records past retention, every `--ttl-sweep-interval` seconds.
+request ids. Protocol decisions live in `wire.py`, content-coding (compressed requests and answers) in
+`content_coding.py`; both run in `answer_post`, which the HTTP front (http_front.py) calls too, so the two paths
+answer alike. The engine's background work (index backfills and purges) runs in bounded steps between requests,
+owned by the application's cleanup context; so do the TTL sweep and the trim of stream records past retention,
+every `--ttl-sweep-interval` seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 from aiohttp import web
 
 from ..engine.engine import Engine
-from . import wire
+from ..engine.errors import DynamoError
+from . import content_coding, wire
 
 ENGINE = web.AppKey("engine", Engine)
 REQUEST_IDS = web.AppKey("request_ids", wire.RequestIds)
@@ -93,13 +96,20 @@ async def expiry_work(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
+def make_runner(app: web.Application, **options: Any) -> web.AppRunner:
+    """The runner every region serves its app with. aiohttp must not decode request bodies itself: the DynamoDB
+    handler decodes them (content_coding.py), the same way the HTTP front does, so both paths see the same bytes."""
+    return web.AppRunner(app, auto_decompress=False, **options)
+
+
 def make_app(
     engine: Engine,
     ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S,
     routes: Iterable[web.AbstractRouteDef] = (),
     answer_async: Callable[[Any, str, bytes], Awaitable[tuple[int, bytes]]] | None = None,
 ) -> web.Application:
-    """The application serving `engine`. The caller owns the engine and its store (and closes them).
+    """The application serving `engine`. The caller owns the engine and its store (and closes them); serve it with
+    `make_runner`.
 
     `routes` (replication and control, region/http_transport.py and control.py) are matched before the catch-all
     DynamoDB handler. `answer_async` replaces `wire.answer` for a region whose writes wait for other regions
@@ -114,44 +124,76 @@ def make_app(
     framing = wire.framing
     media_type = wire.media_type
     max_bytes = wire.MAX_REQUEST_BYTES
+    decode_request_body = content_coding.decode_request_body
+    encode_answer = content_coding.encode_answer
 
-    def respond(status: int, body: bytes, content_type: str) -> web.Response:
-        return web.Response(status=status, body=body, headers=framing(next_id(), body, content_type))
+    def finish(
+        request_headers: Mapping[str, str], status: int, body: bytes, content_type: str, version: str | None = None
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """Every answer's last step, on both paths: compression as the request accepts it, the framing headers
+        (the checksum is of the bytes sent), the item version, CORS."""
+        body, coding = encode_answer(body, request_headers.get("Accept-Encoding"))
+        headers = framing(next_id(), body, content_type)
+        if coding is not None:
+            headers["Content-Encoding"] = coding
+        if version is not None:  # global tables: which item version this answer wrote or read
+            headers[VERSION_HEADER] = version
+        if request_headers.get("Origin") is not None:
+            headers.update(wire.cors_headers(request_headers))
+        return status, body, headers
+
+    def respond(request: web.Request, status: int, body: bytes, content_type: str) -> web.Response:
+        status, body, headers = finish(request.headers, status, body, content_type)
+        return web.Response(status=status, body=body, headers=headers)
 
     async def handle(request: web.Request) -> web.Response:
         if request.method != "POST":
             if request.method in ("GET", "HEAD") and request.path == "/":
-                return respond(200, wire.health_body(request.host), "text/plain")
-            return respond(404, wire.NOT_FOUND_BODY, wire.AMZ_JSON)
+                return respond(request, 200, wire.health_body(request.host), "text/plain")
+            if request.method == "OPTIONS" and request.headers.get("Origin") is not None:
+                headers = {"x-amzn-RequestId": next_id(), **wire.cors_headers(request.headers, preflight=True)}
+                return web.Response(status=200, headers=headers)
+            return respond(request, 404, wire.NOT_FOUND_BODY, wire.AMZ_JSON)
         content_type = media_type(request.headers.get("Content-Type"))
-        if content_type is None:
-            return respond(404, wire.NOT_FOUND_BODY, wire.AMZ_JSON)
+        if content_type is None or request.path != "/":
+            return respond(request, 404, wire.NOT_FOUND_BODY, wire.AMZ_JSON)
         declared = request.content_length
         if declared is not None and declared > max_bytes:
-            return too_large(content_type)
+            return too_large(request, content_type)
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return too_large(content_type)
+            return too_large(request, content_type)
         if answer_async is not None:
-            status, body = await answer_async(request.headers, request.query_string, raw)
-            return web.Response(status=status, body=body, headers=framing(next_id(), body, content_type))
-        status, body, headers = answer_post(request.headers, raw, content_type, request.query_string)
+            status, body, headers = await answer_post_async(request.headers, raw, content_type, request.query_string)
+        else:
+            status, body, headers = answer_post(request.headers, raw, content_type, request.query_string)
         return web.Response(status=status, body=body, headers=headers)
 
     def answer_post(
         headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str = ""
     ) -> tuple[int, bytes, dict[str, str]]:
         engine.response_version = None  # a request refused before the engine must not show the previous one's
-        status, body = answer(engine, headers, query_string, raw)
-        response_headers = framing(next_id(), body, content_type)
-        version = engine.response_version  # global tables: which item version this answer wrote or read
-        if version is not None:
-            response_headers[VERSION_HEADER] = version
-        return status, body, response_headers
+        try:
+            request_body = decode_request_body(raw, headers.get("Content-Encoding"))
+        except DynamoError as error:  # not decodable: nothing is executed
+            return finish(headers, *wire.error_answer(error), content_type)
+        status, body = answer(engine, headers, query_string, request_body)
+        return finish(headers, status, body, content_type, engine.response_version)
 
-    def too_large(content_type: str) -> web.Response:
-        response = respond(*wire.error_answer(wire.TOO_LARGE), content_type)
+    async def answer_post_async(
+        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str
+    ) -> tuple[int, bytes, dict[str, str]]:
+        assert answer_async is not None
+        try:
+            request_body = decode_request_body(raw, headers.get("Content-Encoding"))
+        except DynamoError as error:
+            return finish(headers, *wire.error_answer(error), content_type)
+        status, body = await answer_async(headers, query_string, request_body)
+        return finish(headers, status, body, content_type)
+
+    def too_large(request: web.Request, content_type: str) -> web.Response:
+        response = respond(request, *wire.error_answer(wire.TOO_LARGE), content_type)
         # The unread remainder of the body cannot be skipped cheaply; the connection is not reused.
         response.force_close()
         return response

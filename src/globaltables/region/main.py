@@ -28,7 +28,7 @@ from aiohttp import web
 from ..engine.engine import Engine
 from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
-from .app import DYNAMODB_ANSWER, make_app
+from .app import DYNAMODB_ANSWER, make_app, make_runner
 from .http_front import HttpFront
 from .replication_host import ReplicationSettings
 
@@ -111,7 +111,7 @@ async def serve_store(config: RegionConfig) -> None:
             app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s)
         else:
             engine, app = replicated_region(config, store)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
+        runner = make_runner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
         # The HTTP front answers plain DynamoDB requests itself and hands every other connection to the runner's
         # aiohttp server (http_front.py).
@@ -122,10 +122,13 @@ async def serve_store(config: RegionConfig) -> None:
         try:
             server = await loop.create_server(front, config.host, config.port, backlog=1024, reuse_address=True)
             host, port = bound_address(server)
+            endpoint = endpoint_url(host, port)
+            # DescribeEndpoints names this address, so SDKs with endpoint discovery stay on the testbed.
+            engine.endpoint_address = endpoint.split("://", 1)[1]
             stop = asyncio.Event()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, stop.set)
-            announce(config, endpoint_url(host, port))
+            announce(config, endpoint)
             log.info("region %s listening on %s:%d", config.name, host, port)
             await stop.wait()
             log.info("region %s stopping", config.name)

@@ -6,10 +6,13 @@ adds the framing headers. `app.py` is the thin aiohttp shell around it.
 Theory of operation: a request passes the same checks, in the same order, as it does at DynamoDB (the order dynalite
 established against the live service; its tests are the record):
  1. `GET /` is the health check: 200 `healthy: <host> ` (DynamoDB answers `healthy: dynamodb.<region>.amazonaws.com `,
-    i.e. its own host name). Any other method or path, and a POST whose Content-Type is neither
+    i.e. its own host name). An `OPTIONS` request with `Origin` is a CORS preflight: 200, empty, with
+    `cors_headers`. Any other method or path (a POST to `/x` included), and a POST whose Content-Type is neither
     `application/x-amz-json-1.0` nor `application/json`, gets 404 `<UnknownOperationException/>` (the body is XML
     at DynamoDB too, because no JSON protocol was selected).
- 2. A body over 16 MiB (DynamoDB's request limit) is refused with 413 before it is read.
+ 2. A body over 16 MiB (DynamoDB's request limit) is refused with 413 before it is read. Then it is decoded as
+    its `Content-Encoding` says (content_coding.py): 500 for a coding DynamoDB does not accept or a body that does
+    not decode, 413 for one over 16 MiB decoded; either way nothing is executed.
  3. The body must be JSON: otherwise 400 SerializationException. An empty body is an empty input structure, as in
     every AWS JSON protocol (boto3 always sends at least `{}`).
  4. The target must be `DynamoDB_20120810.<Operation>` naming an operation of DynamoDB's API (or
@@ -21,9 +24,11 @@ established against the live service; its tests are the record):
  6. The engine answers, or raises a DynamoError whose `to_body()` and `status` are sent as they are. Any other
     exception is a bug: the client gets a generic 500 InternalServerError, the traceback goes to the server log.
 
-Every answer carries `x-amzn-RequestId` (fresh per request), `x-amz-crc32` (zlib CRC32 of the exact body bytes,
-unsigned decimal; botocore retries and finally fails a response whose checksum does not match) and a Content-Type
-(`application/json` when the request used it, as DynamoDB does; `application/x-amz-json-1.0` otherwise).
+Every answer carries `x-amzn-RequestId` (fresh per request), `x-amz-crc32` (zlib CRC32 of the exact body bytes
+sent, compressed or not; botocore retries and finally fails a response whose checksum does not match) and a
+Content-Type (`application/json` when the request used it, as DynamoDB does; `application/x-amz-json-1.0`
+otherwise). An answer over 4 KiB is compressed when the request's Accept-Encoding allows (content_coding.py). A
+request with `Origin` gets CORS headers on every answer.
 """
 
 from __future__ import annotations
@@ -84,6 +89,12 @@ class RequestEntityTooLargeException(DynamoError):
 
     namespace = SERVICE_NAMESPACE
     status = 413
+
+
+class InternalServerError(DynamoError):
+    """A 500 with a reason: DynamoDB answers so (and executes nothing) for a request body it cannot decode."""
+
+    status = 500
 
 
 def bare(error_class: type[DynamoError]) -> DynamoError:
@@ -245,6 +256,28 @@ def error_answer(error: DynamoError) -> tuple[int, bytes]:
 
 def health_body(host: str | None) -> bytes:
     return f"healthy: {host or 'localhost'} ".encode()
+
+
+# CORS, as DynamoDB's endpoints answer browsers (and as AWS's JSON services answer a preflight: the headers the
+# browser may read, and a two-day cache).
+CORS_EXPOSE_HEADERS = "x-amzn-RequestId,x-amzn-ErrorType,x-amzn-ErrorMessage,Date"
+CORS_MAX_AGE_S = "172800"
+
+
+def cors_headers(headers: Mapping[str, str], preflight: bool = False) -> dict[str, str]:
+    """The CORS headers of an answer to a request carrying `Origin` (any method, any path); a preflight (OPTIONS)
+    also echoes the method and headers it asks for and says how long the browser may cache that."""
+    cors = {"Access-Control-Allow-Origin": "*"}
+    if preflight:
+        method = headers.get("Access-Control-Request-Method")
+        if method is not None:
+            cors["Access-Control-Allow-Methods"] = method
+        requested = headers.get("Access-Control-Request-Headers")
+        if requested is not None:
+            cors["Access-Control-Allow-Headers"] = requested
+        cors["Access-Control-Max-Age"] = CORS_MAX_AGE_S
+    cors["Access-Control-Expose-Headers"] = CORS_EXPOSE_HEADERS
+    return cors
 
 
 def framing(request_id: str, body: bytes, content_type: str) -> dict[str, str]:
