@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from ..engine.engine import Engine
-from . import wire
+from . import http_errors, wire
 
 ENGINE = web.AppKey("engine", Engine)
 REQUEST_IDS = web.AppKey("request_ids", wire.RequestIds)
@@ -119,6 +119,8 @@ def make_app(
         return web.Response(status=status, body=body, headers=framing(next_id(), body, content_type))
 
     async def handle(request: web.Request) -> web.Response:
+        if request.version not in http_errors.SUPPORTED_VERSIONS:  # `HTTP/2.0` as a request line (http_errors.py)
+            return http_errors.unsupported_version(request)
         if request.method != "POST":
             if request.method in ("GET", "HEAD") and request.path == "/":
                 return respond(200, wire.health_body(request.host), "text/plain")
