@@ -169,3 +169,13 @@ def test_quiet_log_writes_one_line_per_interval_and_counts_the_rest(caplog):
     quiet.warning("refused %s", "y")
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ["refused x", "refused y (999 more malformed requests since the last report)"]
+
+
+async def test_a_message_quoting_a_header_that_is_not_utf8_still_renders(region_server):
+    # IncompleteSignatureException quotes the Authorization header; bytes that are not UTF-8 once made it a 500.
+    request = HEAD.replace(b"Credential=a/", b"Cred\xffntial=a/") + b"Connection: close\r\nContent-Length: 2\r\n\r\n{}"
+    ((status, _headers, body),) = answers(await exchange(region_server, [request]))
+    assert status == 400, body
+    document = orjson.loads(body)
+    assert document["__type"] == "com.amazon.coral.service#IncompleteSignatureException"
+    assert "Authorization header requires 'Credential' parameter." in document["message"]
