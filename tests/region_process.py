@@ -33,13 +33,20 @@ class RegionProcess:
     """One `globaltables region` subprocess. `data_dir=None` runs it in memory."""
 
     def __init__(
-        self, name: str, workdir: Path, data_dir: Path | None = None, port: int = 0, extra_args: tuple[str, ...] = ()
+        self,
+        name: str,
+        workdir: Path,
+        data_dir: Path | None = None,
+        port: int = 0,
+        extra_args: tuple[str, ...] = (),
+        program: tuple[str, ...] = ("-m", "globaltables.cli.main"),
     ):
         self.name = name
         self.port = port  # 0: any free port (the region reports the one it got)
         self.workdir = Path(workdir)
         self.data_dir = data_dir
         self.extra_args = extra_args
+        self.program = program  # what python runs: the CLI, or a script that runs it (tests/fuzz/planted_region.py)
         self.process: subprocess.Popen | None = None
         self.endpoint: str | None = None
         self.starts = 0
@@ -56,7 +63,7 @@ class RegionProcess:
         self.log_path = self.workdir / f"{self.name}.{self.starts}.log"
         storage = ["--in-memory"] if self.data_dir is None else ["--data-dir", str(self.data_dir)]
         command = [
-            sys.executable, "-m", "globaltables.cli.main", "region", "--name", self.name,
+            sys.executable, *self.program, "region", "--name", self.name,
             "--host", "127.0.0.1", "--port", str(self.port), *storage, "--ready-file", str(ready_file), *self.extra_args,
         ]  # fmt: skip
         env = dict(os.environ)

@@ -30,6 +30,8 @@ from typing import Any
 
 import yaml
 
+from ..runtime.yaml_documents import load_yaml, one_line
+
 from .faults import LINK_VERBS, PARTITION_VERBS, Fault, FaultError, build, parse_duration
 
 TOP_LEVEL = ("name", "description", "quiet", "duration", "steps", "nemesis")
@@ -65,9 +67,11 @@ def load_schedule(
 ) -> Schedule:
     path = Path(path)
     try:
-        document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise ScheduleError([f"{path}: {error}"]) from None
+        document = load_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScheduleError([f"{path}: cannot read the file: {error}"]) from None
+    except yaml.YAMLError as error:
+        raise ScheduleError([f"{path}: invalid YAML: {one_line(error)}"]) from None
     return parse_schedule(document, regions, witnesses, source=str(path), seed=seed)
 
 

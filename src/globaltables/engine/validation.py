@@ -2,10 +2,17 @@
 
 Each operation describes its parameters as a dict of `Field`s. `check_request` walks the request once:
 - a JSON value of the wrong type is a SerializationException (the service cannot even deserialize it);
+- `null` as a structure member is an absent member, as in every AWS JSON protocol: the member is removed from the
+  request (so no operation ever reads a null where it expects a value or its default), and reported only if the
+  member is required. `null` as a list element or a map value is never absent: it is refused as DynamoDB refuses it,
+  "Value null at 'transactItems.1.member' failed to satisfy constraint: Member must not be null" (maps of
+  AttributeValues excepted: values.py judges those, as every other AttributeValue);
 - constraint violations (missing required member, enum, length, pattern, numeric range) are collected and reported
   together as DynamoDB does: "2 validation errors detected: Value null at 'tableName' failed to satisfy constraint:
   Member must not be null; Value 'X' at 'select' failed to satisfy constraint: ...".
 Unknown members are ignored, as the service ignores them.
+A message quotes the offending value; a value nested deeper than the JSON serializer goes (or than is worth
+printing) is quoted truncated, with `...` where its depth was cut, so rendering a refusal never raises.
 Cross-field rules stay in the operation's own code, after `check_request`.
 """
 
@@ -123,7 +130,10 @@ def _check_members(data: dict, spec: dict[str, Field], prefix: str, errors: list
         names.sort(key=index_of.__getitem__)
     for name in names:
         f = spec[name]
-        _check_value(data.get(name), f, prefix + _wire_name(name, f), errors)
+        value = data.get(name)
+        if value is None and name in data:
+            del data[name]  # null is absence: nothing after validation sees it (or stores it)
+        _check_value(value, f, prefix + _wire_name(name, f), errors)
 
 
 # id(spec) -> (spec, {member name: position}, required member names); holding `spec` keeps its id from being reused.
@@ -143,23 +153,56 @@ def _prefix(value: Any, path: str) -> str:
     return f"Value '{_show(value)}' at '{path}' failed to satisfy constraint: "
 
 
-def _show(value: Any) -> str:
+# Quoted values are cut below this depth: orjson refuses to serialise deeper than 254 levels, Python recursion stops
+# near 1,000, and no message needs to show more than a few levels of a value to say where it is wrong.
+MAX_SHOWN_DEPTH = 32
+
+
+def _show(value: Any, depth: int = 0) -> str:
     """A value as DynamoDB prints it in a constraint message: lists element by element, objects as JSON."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
+        if depth >= MAX_SHOWN_DEPTH:
+            return "[...]"
+        return "[" + ", ".join(_show(v, depth + 1) for v in value) + "]"
     if isinstance(value, dict):
-        return orjson.dumps(value).decode()
+        return _json(value, depth)
     return str(value)
+
+
+def _json(value: Any, depth: int = 0) -> str:
+    """JSON of a decoded request value, cut to `...` at MAX_SHOWN_DEPTH."""
+    if depth >= MAX_SHOWN_DEPTH and isinstance(value, (dict, list)):
+        return "{...}" if isinstance(value, dict) else "[...]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{orjson.dumps(k).decode()}:{_json(v, depth + 1)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json(v, depth + 1) for v in value) + "]"
+    return orjson.dumps(value).decode()
+
+
+shown_json = _json  # for messages quoting a value outside this module (batch_requests.py)
+
+
+def check_element(value: Any, f: Field, path: str, errors: list[str]) -> None:
+    """Check one list element or map value (`path` ends in `.member`): null is refused, never absent."""
+    if value is None and f.type != "any":
+        errors.append(_null(path))
+    else:
+        _check_value(value, f, path, errors)
+
+
+def _null(path: str) -> str:
+    return f"Value null at '{path}' failed to satisfy constraint: Member must not be null"
 
 
 def _check_value(value: Any, f: Field, path: str, errors: list[str]) -> None:
     if value is None:
         if f.required:
-            errors.append(f"Value null at '{path}' failed to satisfy constraint: Member must not be null")
+            errors.append(_null(path))
         return
     if f.type != "any":
         expected = _TYPE_NAMES[f.type]
@@ -231,7 +274,7 @@ def _check_constraints(value: Any, f: Field, path: str, errors: list[str]) -> No
         _check_members(value, f.members, path + ".", errors)
     elif f.type == "list" and f.item is not None:
         for i, element in enumerate(value, 1):
-            _check_value(element, f.item, f"{path}.{i}.member", errors)
+            check_element(element, f.item, f"{path}.{i}.member", errors)
     elif f.type == "map" and f.item is not None and not _unconstrained(f.item):
         for key, element in value.items():
-            _check_value(element, f.item, f"{path}.{key}.member", errors)
+            check_element(element, f.item, f"{path}.{key}.member", errors)

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from ..runtime.yaml_documents import load_yaml
+
 from .runner import EXIT_CHECK_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, run_experiment
 from .topology import Topology, TopologyError, load_topology
 
@@ -44,7 +46,7 @@ def mrsc_floor_ms(topology: Topology) -> dict[str, float]:
 
 def mode_copy(topology_path: Path, mode: str, directory: Path) -> Path:
     """The topology file with `mode:` replaced (secret_file made absolute, so it still resolves)."""
-    document = yaml.safe_load(topology_path.read_text())
+    document = load_yaml(topology_path.read_text(encoding="utf-8"))
     document["mode"] = mode
     if document.get("secret_file"):
         document["secret_file"] = str((topology_path.parent / document["secret_file"]).resolve())

@@ -47,7 +47,7 @@ from aiohttp import web
 
 import globaltables
 
-from ..region.http_transport import SECRET_HEADER
+from ..region.http_transport import SECRET_HEADER, secret_offered
 from .region_settings import SecretError, read_secret
 from .topology import Region, Topology, TopologyError, load_topology
 
@@ -397,11 +397,10 @@ class Supervisor:
         return runner
 
     def _guard(self, handler):
-        import hmac
+        secret = self.secret.encode()
 
         async def check(request: web.Request) -> web.StreamResponse:
-            offered = request.headers.get(SECRET_HEADER, "")
-            if not hmac.compare_digest(offered.encode(), self.secret.encode()):
+            if not secret_offered(request, secret):
                 return web.json_response({"error": "the control API requires the topology's shared secret"}, status=401)
             return await handler(request)
 

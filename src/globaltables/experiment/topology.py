@@ -44,6 +44,8 @@ from typing import Any, Literal
 import networkx as nx
 import yaml
 
+from ..runtime.yaml_documents import load_yaml, one_line
+
 from ..engine.errors import DynamoError
 from ..engine.table_validation import CREATE_TABLE_FIELDS, validate_create_table
 from ..engine.validation import check_request
@@ -276,22 +278,14 @@ def parse_topology(text: str, source: str | Path = "<topology>") -> Topology:
     """Validate topology YAML given as text; `source` names it in errors (and anchors `secret_file`)."""
     source = Path(source)
     try:
-        document = yaml.load(text, Loader=_UniqueKeyLoader)
+        document = load_yaml(text, _UniqueKeyLoader)
     except yaml.YAMLError as error:
-        raise TopologyError([f"{source}: invalid YAML: {_yaml_problem(error)}"]) from None
+        raise TopologyError([f"{source}: invalid YAML: {one_line(error)}"]) from None
     reader = _Reader(str(source))
     topology = reader.topology(document, source)
     if reader.errors:
         raise TopologyError(reader.errors)
     return topology
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error)
-    if mark is not None:
-        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
-    return problem
 
 
 # ------------------------------------------------------------------------------------------------ validation

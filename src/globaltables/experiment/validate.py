@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from ..chaos.schedule import ScheduleError, load_schedule
+from ..runtime.yaml_documents import load_yaml
 from .topology import Topology, TopologyError, load_topology
 
 STAND_INS = ("us-east-1", "eu-west-1", "ap-southeast-1")
@@ -23,7 +24,7 @@ AWS_REGION = re.compile(r"\b[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}\b")
 
 def is_chaos_schedule(path: Path) -> bool:
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False
     return isinstance(document, dict) and ("steps" in document or "nemesis" in document) and "regions" not in document

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError
-from . import content_coding, wire
+from . import content_coding, http_errors, wire
 
 ENGINE = web.AppKey("engine", Engine)
 REQUEST_IDS = web.AppKey("request_ids", wire.RequestIds)
@@ -147,6 +147,8 @@ def make_app(
         return web.Response(status=status, body=body, headers=headers)
 
     async def handle(request: web.Request) -> web.Response:
+        if request.version not in http_errors.SUPPORTED_VERSIONS:  # `HTTP/2.0` as a request line (http_errors.py)
+            return http_errors.unsupported_version(request)
         if request.method != "POST":
             if request.method in ("GET", "HEAD") and request.path == "/":
                 return respond(request, 200, wire.health_body(request.host), "text/plain")

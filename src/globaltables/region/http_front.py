@@ -27,7 +27,8 @@ Theory of operation
    100-continue`, WebSocket upgrades of replication links, control routes, anything malformed) hands the whole
    connection to aiohttp: a fresh `RequestHandler` of the runner's server takes the transport and the unconsumed
    bytes from the start of that request, and keeps the connection for the rest of its life. So every behaviour
-   outside the common case is aiohttp's, unchanged.
+   outside the common case is aiohttp's, with its error answers in DynamoDB's shape (http_errors.py). A buffer that
+   cannot start a POST (a TLS handshake, the HTTP/2 preface) is handed over at once, not after 8 KiB.
 4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
 5. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep; `close` (at shutdown)
    closes every connection still here (none has a request in progress: answers are synchronous).
@@ -47,7 +48,7 @@ from http import HTTPStatus
 from aiohttp import web
 from aiohttp.http import SERVER_SOFTWARE
 
-from . import wire
+from . import http_errors, wire
 
 log = logging.getLogger("globaltables.region")
 
@@ -67,6 +68,7 @@ _HEAD = re.compile(rf"POST / HTTP/1\.1\r\n(?:{_TOKEN}:[\t\x20-\x7e]*\r\n)*")
 _FIELD = re.compile(rf"({_TOKEN}):[ \t]*([\t\x20-\x7e]*)\r\n")
 # Headers whose semantics the fast path does not implement: their presence sends the request to aiohttp.
 _SLOW_HEADERS = ("transfer-encoding", "expect", "upgrade", "connection")
+_POST = b"POST "  # how every request this front serves starts
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
 
 
@@ -85,6 +87,7 @@ class HttpFront:
 
     def __init__(self, aiohttp_server: web.Server, answer: Answer | None) -> None:
         self.aiohttp_server = aiohttp_server
+        self.aiohttp_handler = http_errors.handler_factory(aiohttp_server)  # a connection aiohttp serves
         self.answer = answer
         self.loop = asyncio.get_running_loop()
         self.connections: set[FastConnection] = set()
@@ -94,7 +97,7 @@ class HttpFront:
 
     def __call__(self) -> asyncio.Protocol:
         if self.answer is None:  # an app without the synchronous answer (a strong region): aiohttp serves it all
-            return self.aiohttp_server()
+            return self.aiohttp_handler()
         return FastConnection(self)
 
     def date(self) -> str:
@@ -169,7 +172,7 @@ class FastConnection(asyncio.Protocol):
         while buffer and not self.paused and self.transport is not None:
             end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
             if end < 0:
-                if len(buffer) > MAX_HEAD_BYTES + 3:
+                if len(buffer) > MAX_HEAD_BYTES + 3 or not _POST.startswith(buffer[:5]):
                     self._hand_over()
                 return
             head = buffer[: end + 2].decode("latin-1")
@@ -225,7 +228,7 @@ class FastConnection(asyncio.Protocol):
         self.front.connections.discard(self)
         self.transport = None
         self.buffer = bytearray()
-        handler = self.front.aiohttp_server()
+        handler = self.front.aiohttp_handler()
         transport.set_protocol(handler)
         handler.connection_made(transport)
         if data:

@@ -62,6 +62,16 @@ REPLICATION_PATH = "/replication"
 SECRET_HEADER = "x-globaltables-secret"
 REGION_HEADER = "x-globaltables-region"
 
+
+
+def secret_offered(request: web.Request, secret: bytes) -> bool:
+    """Whether `request` carries the shared secret. aiohttp keeps header bytes that are not UTF-8 as surrogate
+    escapes; they are compared as the bytes the client sent, so a header that is not UTF-8 is a wrong secret
+    (401), never an encoding error. Every endpoint that requires the secret checks it here."""
+    offered = request.headers.get(SECRET_HEADER, "").encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(offered, secret)
+
+
 DEFAULT_MAX_QUEUE = 200_000  # envelopes waiting per destination; beyond this a disconnected link drops
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a Ship batch is ~1 MB; leave room
 BACKOFF_FIRST_S = 0.05
@@ -452,8 +462,7 @@ class HttpTransport:
         return web.get(REPLICATION_PATH, self.handle_inbound)
 
     def authenticated(self, request: web.Request) -> bool:
-        offered = request.headers.get(SECRET_HEADER, "").encode()
-        return hmac.compare_digest(offered, self._secret)
+        return secret_offered(request, self._secret)
 
     async def handle_inbound(self, request: web.Request) -> web.StreamResponse:
         if self._closing:  # a peer reconnecting while we shut down would hold the server's shutdown up

@@ -247,11 +247,22 @@ def success_body(operation: str, response: Any) -> bytes:
 
 
 def error_answer(error: DynamoError) -> tuple[int, bytes]:
+    body = error.to_body()
     try:
-        return error.status, orjson.dumps(error.to_body())
+        return error.status, orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        # A message quoting request bytes that are not UTF-8 (a header aiohttp kept as surrogate escapes): the
+        # client gets its text with those bytes replaced.
+        return error.status, orjson.dumps({k: _printable(v) for k, v in body.items()})
     except Exception:  # an error carrying something unserialisable is a bug: a generic 500, the trace in the log
         log.exception("cannot serialise %r", error)
         return 500, INTERNAL_ERROR_BODY
+
+
+def _printable(value: Any) -> Any:
+    return value.encode("utf-8", "replace").decode("utf-8") if isinstance(value, str) else value
 
 
 def health_body(host: str | None) -> bytes:

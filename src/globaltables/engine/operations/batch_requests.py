@@ -12,10 +12,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
 from ..errors import SerializationException
-from ..validation import MAX_REPORTED_ERRORS, TABLE_NAME_PATTERN, Field, _check_value, camel, constraint_error
+from ..validation import (
+    MAX_REPORTED_ERRORS,
+    TABLE_NAME_PATTERN,
+    Field,
+    _check_value,
+    camel,
+    check_element,
+    constraint_error,
+    shown_json,
+)
 
 _TABLE_NAME = re.compile(TABLE_NAME_PATTERN)
 MAP_KEYS_CONSTRAINT = (
@@ -30,7 +37,7 @@ def render(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}={render(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(render(v) if isinstance(v, list) else orjson.dumps(v).decode() for v in value) + "]"
+        return "[" + ", ".join(render(v) if isinstance(v, list) else shown_json(v) for v in value) + "]"
     return str(value)
 
 
@@ -49,7 +56,7 @@ def check_request_items(
     if items:
         # Type errors anywhere inside are SerializationExceptions and win over every constraint message.
         for name, value in items.items():
-            _check_value(value, entry, f"requestItems.{name}.member", nested)
+            check_element(value, entry, f"requestItems.{name}.member", nested)
     errors: list[str] = []
     for name, f in fields.items():
         _check_value(request.get(name), f, f.wire_name or camel(name), errors)

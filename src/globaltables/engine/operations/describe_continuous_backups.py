@@ -14,6 +14,7 @@ from ..validation import TableNameField, check_request
 
 FIELDS = {"TableName": TableNameField()}
 DEFAULT_RECOVERY_DAYS = 35
+MIN_RECOVERY_DAYS, MAX_RECOVERY_DAYS = 1, 35
 LATEST_RESTORABLE_LAG_S = 5 * 60  # DynamoDB: "typically 5 minutes before the current time"
 
 
@@ -24,13 +25,31 @@ def backed_up_table(engine, name: str) -> TableDefinition:
         raise TableNotFoundException(f"Table not found: {name}") from None
 
 
-def description(table: TableDefinition, now: float) -> dict:
+def stored_setting(table: TableDefinition, now: float) -> tuple[int, float] | None:
+    """(recovery period in days, enabled since) of the table's stored point-in-time recovery setting, or None.
+
+    UpdateContinuousBackups stores only what its validation accepts; a setting saved otherwise (by an older version
+    that stored `RecoveryPeriodInDays: null`) reads as UpdateContinuousBackups would now have saved it: a period
+    outside 1..35 is the default, a missing start is now. A read never fails on what was stored."""
     pitr = table.point_in_time_recovery
-    if pitr is None:
+    if not isinstance(pitr, dict):
+        return None
+    days = pitr.get("RecoveryPeriodInDays")
+    if type(days) is not int or not MIN_RECOVERY_DAYS <= days <= MAX_RECOVERY_DAYS:
+        days = DEFAULT_RECOVERY_DAYS
+    since = pitr.get("Since")
+    if type(since) not in (int, float):
+        since = now
+    return days, since
+
+
+def description(table: TableDefinition, now: float) -> dict:
+    setting = stored_setting(table, now)
+    if setting is None:
         recovery: dict = {"PointInTimeRecoveryStatus": "DISABLED"}
     else:
-        days = pitr["RecoveryPeriodInDays"]
-        earliest = max(pitr["Since"], now - days * 86400)
+        days, since = setting
+        earliest = max(since, now - days * 86400)
         recovery = {
             "PointInTimeRecoveryStatus": "ENABLED",
             "RecoveryPeriodInDays": days,
