@@ -97,13 +97,15 @@ def make_app(
     engine: Engine,
     ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S,
     routes: Iterable[web.AbstractRouteDef] = (),
-    answer_async: Callable[[Any, str, bytes], Awaitable[tuple[int, bytes]]] | None = None,
+    answer_async: Callable[[Any, str, bytes, str], Awaitable[tuple[int, bytes]]] | None = None,
+    signing: Any = None,
 ) -> web.Application:
     """The application serving `engine`. The caller owns the engine and its store (and closes them).
 
     `routes` (replication and control, region/http_transport.py and control.py) are matched before the catch-all
     DynamoDB handler. `answer_async` replaces `wire.answer` for a region whose writes wait for other regions
-    (strong mode, region/mrsc_host.py); its answers carry no version header."""
+    (strong mode, region/mrsc_host.py); its answers carry no version header. `signing` (signing.RequestSigning)
+    checks every DynamoDB request's signature; `answer_async` does its own."""
     # aiohttp enforces the size limit itself while reading bodies without a Content-Length (chunked uploads).
     app = web.Application(client_max_size=wire.MAX_REQUEST_BYTES)
     app[ENGINE] = engine
@@ -134,16 +136,16 @@ def make_app(
         except web.HTTPRequestEntityTooLarge:
             return too_large(content_type)
         if answer_async is not None:
-            status, body = await answer_async(request.headers, request.query_string, raw)
+            status, body = await answer_async(request.headers, request.query_string, raw, request.path)
             return web.Response(status=status, body=body, headers=framing(next_id(), body, content_type))
-        status, body, headers = answer_post(request.headers, raw, content_type, request.query_string)
+        status, body, headers = answer_post(request.headers, raw, content_type, request.query_string, request.path)
         return web.Response(status=status, body=body, headers=headers)
 
     def answer_post(
-        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str = ""
+        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str = "", path: str = "/"
     ) -> tuple[int, bytes, dict[str, str]]:
         engine.response_version = None  # a request refused before the engine must not show the previous one's
-        status, body = answer(engine, headers, query_string, raw)
+        status, body = answer(engine, headers, query_string, raw, signing, path)
         response_headers = framing(next_id(), body, content_type)
         version = engine.response_version  # global tables: which item version this answer wrote or read
         if version is not None:
