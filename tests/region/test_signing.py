@@ -370,3 +370,61 @@ def aws_cli(endpoint: str, tmp_path, key: str, secret: str, *args: str) -> subpr
     env.pop("AWS_PROFILE", None)
     command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+# ------------------------------------------------------------------------------------------- from a topology
+
+
+TOPOLOGY = f"""
+name: signed
+regions: [{{name: us-east-1}}, {{name: eu-west-1}}]
+secret_file: secret
+tables:
+  - TableName: {TABLE}
+    AttributeDefinitions: [{{AttributeName: pk, AttributeType: S}}]
+    KeySchema: [{{AttributeName: pk, KeyType: HASH}}]
+credentials:
+  {KEY}: {SECRET}
+  {EU_KEY}: {{secret: {EU_SECRET}, regions: [eu-west-1]}}
+"""
+
+
+def test_topology_credentials_bind_a_key_to_its_regions(tmp_path):
+    # Why: a team's key scoped to its region is refused in another region of the same testbed.
+    (tmp_path / "topology.yaml").write_text(TOPOLOGY)
+    (tmp_path / "secret").write_text("replication-secret-for-the-test\n")
+    processes = {
+        name: RegionProcess(name, tmp_path / name, extra_args=("--topology", str(tmp_path / "topology.yaml")))
+        for name in ("us-east-1", "eu-west-1")
+    }
+    try:
+        endpoints = {name: process.start() for name, process in processes.items()}
+        eu = keyed_client(endpoints["eu-west-1"], EU_KEY, EU_SECRET, region="eu-west-1")
+        put(eu, "from-eu-key")
+        code, _ = refused(lambda: put(keyed_client(endpoints["us-east-1"], EU_KEY, EU_SECRET), "eu-key-in-us"))
+        assert code == "UnrecognizedClientException"
+        for name, endpoint in endpoints.items():
+            keyed_client(endpoint, region=name).describe_table(TableName=TABLE)  # the unbound key works everywhere
+            code, _ = refused(make_client(endpoint, region=name).list_tables)  # dummy keys do not
+            assert code == "UnrecognizedClientException"
+        assert absent(endpoints["us-east-1"], "eu-key-in-us")
+        for process in processes.values():
+            assert SECRET not in process.log_tail(400) and EU_SECRET not in process.log_tail(400)
+    finally:
+        for process in processes.values():
+            process.stop()
+
+
+def test_the_projects_own_clients_sign_so_a_keyed_region_accepts_them():
+    from globaltables.experiment.load import signed_headers
+
+    keys = {KEY: AccessKey(SECRET)}
+    signing, clock = checks(keys)
+    body = b'{"TableName": "Orders"}'
+    headers = CaseInsensitive(signed_headers("http://127.0.0.1:8000", "us-east-1", "Scan", body, clock.wall_time(), keys))
+    headers["Host"] = "127.0.0.1:8000"
+    signing.verify(headers, "", body)
+    unkeyed = CaseInsensitive(signed_headers("http://127.0.0.1:8000", "us-east-1", "Scan", body, clock.wall_time()))
+    checks()[0].verify(unkeyed, "", body)  # without keys: a well-formed signature of this region and time
+    with pytest.raises(UnrecognizedClientException):
+        signing.verify(unkeyed, "", body)
