@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import calendar
 import hmac
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -68,6 +69,13 @@ INVALID_TOKEN = "The security token included in the request is invalid."
 SIGNATURE_MISMATCH = (
     "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access "
     "Key and signing method. Consult the service documentation for details."
+)
+
+
+# What every SigV4 signer sends (botocore, the SDKs): one match parses it; anything else takes the general parse.
+_HEADER = re.compile(
+    r"AWS4-HMAC-SHA256 Credential=([^/,= ]*)/([^/,= ]*)/([^/,= ]*)/([^/,= ]*)/([^/,= ]*), ?"
+    r"SignedHeaders=([^,= ]+), ?Signature=([^,= ]+)"
 )
 
 
@@ -199,15 +207,17 @@ class RequestSigning:
         self.region = region
         self.clock = clock
         self.keys = dict(keys) if keys else None
+        # The last request time parsed: its text, epoch seconds and YYYYMMDD (most requests of a second share it).
         self._date_text = ""
         self._date_value = 0.0
+        self._date_day = ""
 
     def verify(self, headers: Mapping[str, str], query_string: str, body: bytes, path: str = "/") -> None:
         """Raise DynamoDB's error if the request's signature is refused; wire.check_authentication ran first."""
         auth = self.authorization(headers, query_string)
         signed_at = self._request_time(auth.date)
         self._check_window(auth, signed_at)
-        self._check_scope(auth, signed_at)
+        self._check_scope(auth)
         if self.keys is None:
             return
         key = self.keys.get(auth.key_id)
@@ -227,6 +237,14 @@ class RequestSigning:
     @staticmethod
     def authorization(headers: Mapping[str, str], query_string: str) -> Authorization:
         header = headers.get("Authorization")
+        if header is not None and not query_string:
+            matched = _HEADER.fullmatch(header)
+            if matched is not None:
+                key_id, day, region, service, terminator, signed, signature = matched.groups()
+                date = headers.get("X-Amz-Date") or headers.get("Date") or ""
+                return Authorization(
+                    key_id, day, region, service, terminator, tuple(signed.split(";")), signature, date, None, ()
+                )
         if header is not None:
             if not header.startswith(ALGORITHM + " "):
                 raise IncompleteSignatureException(f"Unsupported AWS 'algorithm': '{header.split(' ', 1)[0]}'")
@@ -263,6 +281,7 @@ class RequestSigning:
         if date == self._date_text:  # most requests of one second carry the same date: parse it once
             return self._date_value
         value = parse_timestamp(date)
+        day = date[:8]
         if value is None:
             try:
                 value = parsedate_to_datetime(date).timestamp()  # a `Date` header (RFC 1123)
@@ -270,11 +289,14 @@ class RequestSigning:
                 raise IncompleteSignatureException(
                     f"Date must be in ISO-8601 'basic format'. Got '{date}'. See http://en.wikipedia.org/wiki/ISO_8601"
                 ) from None
-        self._date_text, self._date_value = date, value
+            day = timestamp(value)[:8]
+        self._date_text, self._date_value, self._date_day = date, value, day
         return value
 
     def _check_window(self, auth: Authorization, signed_at: float) -> None:
         now = self.clock.wall_time()
+        if auth.presigned_expires is None and now - SIGNING_WINDOW_S <= signed_at <= now + SIGNING_WINDOW_S:
+            return  # the common case, without formatting any time
         shown = timestamp(signed_at)
         if auth.presigned_expires is not None:
             if signed_at + auth.presigned_expires < now:
@@ -293,12 +315,12 @@ class RequestSigning:
                 f"({timestamp(now)} + {SIGNING_WINDOW_S // 60} min.)"
             )
 
-    def _check_scope(self, auth: Authorization, signed_at: float) -> None:
-        day = timestamp(signed_at)
-        if auth.scope_date != day[:8]:
+    def _check_scope(self, auth: Authorization) -> None:
+        day = self._date_day  # of auth.date, parsed by _request_time just before
+        if auth.scope_date != day:
             raise InvalidSignatureException(
                 "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: "
-                f"'{auth.scope_date}' != '{day[:8]}', from '{auth.date}'."
+                f"'{auth.scope_date}' != '{day}', from '{auth.date}'."
             )
         if auth.scope_region != self.region:
             raise InvalidSignatureException(f"Credential should be scoped to a valid region, not '{auth.scope_region}'. ")
