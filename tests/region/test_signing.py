@@ -187,39 +187,6 @@ def test_secrets_stay_out_of_the_log(keyed_region):
     assert SECRET not in log and EU_SECRET not in log
 
 
-# -------------------------------------------------------------------------------------------- by default
-
-
-def test_default_region_accepts_any_key_but_not_a_stale_date(region_endpoint):
-    client = make_client(region_endpoint)  # dummy keys
-    client.list_tables()
-    with signed_minutes_ago(20):
-        code, message = refused(client.list_tables)
-    assert code == "InvalidSignatureException" and message.endswith(" - 5 min.)")
-    with signed_minutes_ago(-20):
-        code, message = refused(client.list_tables)
-    assert code == "InvalidSignatureException" and message.startswith("Signature not yet current: ")
-    assert message.endswith(" + 5 min.)")
-
-
-def test_default_region_refuses_another_regions_scope(region_endpoint):
-    code, message = refused(make_client(region_endpoint, region="eu-west-1").list_tables)
-    assert (code, message) == ("InvalidSignatureException", "Credential should be scoped to a valid region, not 'eu-west-1'. ")
-
-
-def test_default_region_refuses_another_service(region_endpoint):
-    body = b"{}"
-    request = AWSRequest(method="POST", url=region_endpoint + "/", data=body,
-                         headers={"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": AMZ_JSON})  # fmt: skip
-    SigV4Auth(Credentials("testing", "testing"), "s3", "us-east-1").add_auth(request)
-    status, answer = post(region_endpoint, body, dict(request.headers.items()))
-    assert status == 400
-    assert answer == {
-        "__type": "com.amazon.coral.service#InvalidSignatureException",
-        "message": "Credential should be scoped to correct service: 'dynamodb'. ",
-    }
-
-
 # ------------------------------------------------------------------------------------- the checks, unit by unit
 
 
