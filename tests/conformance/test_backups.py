@@ -134,8 +134,13 @@ def test_restore_errors_change_nothing(dynamodb, unique_table_name):
         )
     assert caught.value.response["Error"]["Code"] == "InvalidRestoreTimeException"
     with pytest.raises(ClientError) as caught:
-        dynamodb.restore_table_to_point_in_time(SourceTableName=source, TargetTableName=source, UseLatestRestorableTime=True)
-    assert caught.value.response["Error"] == {"Code": "TableAlreadyExistsException", "Message": f"Table already exists: {source}"}
+        dynamodb.restore_table_to_point_in_time(
+            SourceTableName=source, TargetTableName=source, UseLatestRestorableTime=True
+        )
+    assert caught.value.response["Error"] == {
+        "Code": "TableAlreadyExistsException",
+        "Message": f"Table already exists: {source}",
+    }
     with pytest.raises(ClientError) as caught:
         dynamodb.describe_backup(BackupArn=f"arn:aws:dynamodb:us-east-1:000000000000:table/{source}/backup/0-00000000")
     assert caught.value.response["Error"]["Code"] == "BackupNotFoundException"

@@ -67,14 +67,17 @@ def test_a_request_signed_for_another_region_is_refused(region_endpoint, unique_
     code, message = refused(lambda: make_client(region_endpoint, region="eu-west-1").create_table(
         TableName=name, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST"))  # fmt: skip
-    assert (code, message) == ("InvalidSignatureException", "Credential should be scoped to a valid region, not 'eu-west-1'. ")
+    assert (code, message) == (
+        "InvalidSignatureException",
+        "Credential should be scoped to a valid region, not 'eu-west-1'. ",
+    )
     assert name not in make_client(region_endpoint).list_tables()["TableNames"]
 
 
 def test_a_request_signed_for_another_service_is_refused(region_endpoint):
     # R21: the service in the credential scope must be dynamodb.
-    request = AWSRequest(method="POST", url=region_endpoint + "/", data=b"{}",
-                         headers={"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": AMZ_JSON})  # fmt: skip
+    headers = {"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": AMZ_JSON}
+    request = AWSRequest(method="POST", url=region_endpoint + "/", data=b"{}", headers=headers)
     SigV4Auth(Credentials("testing", "testing"), "s3", "us-east-1").add_auth(request)
     parts = urlsplit(region_endpoint)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)

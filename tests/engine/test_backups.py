@@ -15,9 +15,9 @@ from global_engines import TABLE
 from global_engines import global_engine as make_region
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
+from globaltables.replication.messages import Ship, decode, encode
 from globaltables.runtime.clock import ManualClock
 from globaltables.runtime.rng import Rng
-from globaltables.replication.messages import Ship, decode, encode
 
 DAY = 86400.0
 
@@ -63,8 +63,8 @@ def stream_fold(engine, table, moment: float) -> dict[str, dict]:
     state: dict[str, dict] = {}
     records = []
     for shard in shards:
-        iterator = streams(engine, "GetShardIterator", {"StreamArn": arn, "ShardId": shard["ShardId"],
-                                                         "ShardIteratorType": "TRIM_HORIZON"})["ShardIterator"]  # fmt: skip
+        start = {"StreamArn": arn, "ShardId": shard["ShardId"], "ShardIteratorType": "TRIM_HORIZON"}
+        iterator = streams(engine, "GetShardIterator", start)["ShardIterator"]
         while iterator:
             page = streams(engine, "GetRecords", {"ShardIterator": iterator})
             records += page["Records"]
@@ -86,7 +86,10 @@ def stream_fold(engine, table, moment: float) -> dict[str, dict]:
 
 @pytest.fixture
 def regions(make_store):
-    (a, clock_a), (b, clock_b) = make_region("us-east-1", store=make_store()), make_region("eu-west-1", store=make_store())
+    (a, clock_a), (b, clock_b) = (
+        make_region("us-east-1", store=make_store()),
+        make_region("eu-west-1", store=make_store()),
+    )
     return a, b, clock_a, clock_b
 
 
@@ -102,7 +105,11 @@ def test_point_in_time_restore_is_exact_at_every_instant_of_a_seeded_workload(re
         pk = {"pk": {"S": f"k{rng.randrange(12)}"}}
         roll = rng.random()
         if roll < 0.55:
-            call(writer, "PutItem", {"TableName": TABLE, "Item": {**pk, "v": {"N": str(step)}, "by": {"S": writer.region}}})
+            call(
+                writer,
+                "PutItem",
+                {"TableName": TABLE, "Item": {**pk, "v": {"N": str(step)}, "by": {"S": writer.region}}},
+            )
         elif roll < 0.8:
             call(writer, "UpdateItem", {"TableName": TABLE, "Key": pk, "UpdateExpression": "ADD n :one",
                                         "ExpressionAttributeValues": {":one": {"N": "1"}}})  # fmt: skip
@@ -115,7 +122,9 @@ def test_point_in_time_restore_is_exact_at_every_instant_of_a_seeded_workload(re
             a.trim_change_log()  # retention runs; the recovery window keeps what it needs
         snapshots.append((clock_a.wall_time(), items_of(a, TABLE)))
     ship(b, a)
-    replicated = sum(1 for _, items in snapshots for item in items.values() if item.get("by", {}).get("S") == "eu-west-1")
+    replicated = sum(
+        1 for _, items in snapshots for item in items.values() if item.get("by", {}).get("S") == "eu-west-1"
+    )
     assert replicated > 0  # the history really holds writes from the other region
 
     instants = sorted(rng.sample(range(len(snapshots)), 6)) + [0, len(snapshots) - 1]
@@ -137,9 +146,9 @@ def test_restore_window_and_its_errors(make_store):
     clock = ManualClock()
     engine = Engine(make_store(), clock)
     create(engine, "Source")
-    assert error_of(engine, "RestoreTableToPointInTime", pitr_request("Source", "Target1", clock.wall_time())).type_name == (
-        "PointInTimeRecoveryUnavailableException"
-    )
+    assert error_of(
+        engine, "RestoreTableToPointInTime", pitr_request("Source", "Target1", clock.wall_time())
+    ).type_name == ("PointInTimeRecoveryUnavailableException")
     enable_pitr(engine, "Source", days=1)
     start = clock.wall_time()
     put(engine, "Source", "a")
@@ -205,9 +214,9 @@ def test_a_restored_global_table_is_a_new_regional_table(regions):
         assert a.tables[target].replicas == [] and a.tables[target].point_in_time_recovery is None
         assert table["TableStatus"] == "ACTIVE" and table["RestoreSummary"]["RestoreInProgress"] is False
         assert items_of(a, target) == {"x": {"pk": {"S": "x"}}}
-    assert error_of(a, "RestoreTableFromBackup", {"BackupArn": backup["BackupArn"], "TargetTableName": TABLE}).type_name == (
-        "TableAlreadyExistsException"
-    )
+    assert error_of(
+        a, "RestoreTableFromBackup", {"BackupArn": backup["BackupArn"], "TargetTableName": TABLE}
+    ).type_name == ("TableAlreadyExistsException")
 
 
 # ---------------------------------------------------------------------------------------------- on-demand backups
@@ -287,7 +296,8 @@ def test_restore_overrides(make_store):
     arn = call(engine, "CreateBackup", {"TableName": "Source", "BackupName": "snap"})["BackupDetails"]["BackupArn"]
     answer = call(engine, "RestoreTableFromBackup", {
         "BackupArn": arn, "TargetTableName": "Lean", "GlobalSecondaryIndexOverride": [],
-        "BillingModeOverride": "PROVISIONED", "ProvisionedThroughputOverride": {"ReadCapacityUnits": 7, "WriteCapacityUnits": 3},
+        "BillingModeOverride": "PROVISIONED",
+        "ProvisionedThroughputOverride": {"ReadCapacityUnits": 7, "WriteCapacityUnits": 3},
     })["TableDescription"]  # fmt: skip
     assert "GlobalSecondaryIndexes" not in answer
     assert answer["AttributeDefinitions"] == [{"AttributeName": "pk", "AttributeType": "S"}]
@@ -314,7 +324,10 @@ def test_backups_survive_a_restart(tmp_path):
     arn = call(engine, "CreateBackup", {"TableName": "Source", "BackupName": "snap"})["BackupDetails"]["BackupArn"]
     engine.store.close()
     reopened = Engine(SqliteStore(path), ManualClock())
-    assert call(reopened, "DescribeBackup", {"BackupArn": arn})["BackupDescription"]["BackupDetails"]["BackupName"] == "snap"
+    assert (
+        call(reopened, "DescribeBackup", {"BackupArn": arn})["BackupDescription"]["BackupDetails"]["BackupName"]
+        == "snap"
+    )
     call(reopened, "RestoreTableFromBackup", {"BackupArn": arn, "TargetTableName": "Back"})
     assert sorted(items_of(reopened, "Back")) == ["durable"]
 

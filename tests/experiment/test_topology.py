@@ -350,9 +350,8 @@ def test_validate_is_a_console_command(tmp_path):
 
 
 def test_credentials_are_keys_to_secrets_and_errors_name_the_key_not_the_secret():
-    topology = parse_topology(
-        textwrap.dedent(MINIMAL + "credentials:\n  AKID1: s3cr3t\n  AKID2: {secret: other, regions: [eu-west-1]}\n"), FILE
-    )
+    keys = "credentials:\n  AKID1: s3cr3t\n  AKID2: {secret: other, regions: [eu-west-1]}\n"
+    topology = parse_topology(textwrap.dedent(MINIMAL + keys), FILE)
     assert set(topology.credentials) == {"AKID1", "AKID2"}
     assert topology.credentials["AKID2"].regions == frozenset({"eu-west-1"})
     assert "s3cr3t" not in repr(topology) and "other" not in repr(topology)

@@ -47,9 +47,7 @@ def keyed_region(tmp_path_factory):
     """A us-east-1 region process that verifies signatures against a credentials file."""
     workdir = tmp_path_factory.mktemp("signed-region")
     credentials = workdir / "credentials.yaml"
-    credentials.write_text(
-        f"{KEY}: {SECRET}\n{EU_KEY}:\n  secret: {EU_SECRET}\n  regions: [eu-west-1]\n"
-    )
+    credentials.write_text(f"{KEY}: {SECRET}\n{EU_KEY}:\n  secret: {EU_SECRET}\n  regions: [eu-west-1]\n")
     process = RegionProcess("us-east-1", workdir, extra_args=("--credentials", str(credentials)))
     process.start()
     good = keyed_client(process.endpoint)
@@ -151,7 +149,10 @@ def test_request_signed_20_minutes_ago_is_refused_and_changes_nothing(keyed_regi
 def test_request_signed_for_another_region_is_refused_and_changes_nothing(keyed_region):
     client = keyed_client(keyed_region.endpoint, region="eu-west-1")
     code, message = refused(lambda: put(client, "other-region"))
-    assert (code, message) == ("InvalidSignatureException", "Credential should be scoped to a valid region, not 'eu-west-1'. ")
+    assert (code, message) == (
+        "InvalidSignatureException",
+        "Credential should be scoped to a valid region, not 'eu-west-1'. ",
+    )
     assert absent(keyed_region.endpoint, "other-region")
 
 
@@ -162,7 +163,9 @@ def test_tampered_signed_header_is_refused(keyed_region):
     status, answer = post(keyed_region.endpoint, body, headers)
     assert status == 400 and answer["__type"] == "com.amazon.coral.service#InvalidSignatureException"
     tampered_body = body.replace(b"tampered", b"tampered-too")
-    status, answer = post(keyed_region.endpoint, tampered_body, sign(keyed_region.endpoint, "DynamoDB_20120810.PutItem", body))
+    status, answer = post(
+        keyed_region.endpoint, tampered_body, sign(keyed_region.endpoint, "DynamoDB_20120810.PutItem", body)
+    )
     assert status == 400 and answer["__type"] == "com.amazon.coral.service#InvalidSignatureException"
     assert absent(keyed_region.endpoint, "tampered") and absent(keyed_region.endpoint, "tampered-too")
 
@@ -173,7 +176,9 @@ def test_presigned_request(keyed_region):
     url = presign(keyed_region.endpoint, target, SECRET)
     status, answer = post(url, b"", {"X-Amz-Target": target, "Content-Type": AMZ_JSON})
     assert status == 200 and TABLE in answer["TableNames"]
-    status, answer = post(presign(keyed_region.endpoint, target, "wrong"), b"", {"X-Amz-Target": target, "Content-Type": AMZ_JSON})
+    status, answer = post(
+        presign(keyed_region.endpoint, target, "wrong"), b"", {"X-Amz-Target": target, "Content-Type": AMZ_JSON}
+    )
     assert status == 400 and answer["__type"] == "com.amazon.coral.service#InvalidSignatureException"
     with signed_minutes_ago(10):
         stale = presign(keyed_region.endpoint, target, SECRET, expires=300)
@@ -196,8 +201,8 @@ def checks(keys=None, now: float = 1_800_000_000.0) -> tuple[RequestSigning, Man
 
 
 def botocore_headers(body: bytes, when: float, key: str = KEY, secret: str = SECRET, region: str = "us-east-1"):
-    request = AWSRequest(method="POST", url="http://localhost:8000/", data=body,
-                         headers={"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": AMZ_JSON})  # fmt: skip
+    headers = {"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": AMZ_JSON}
+    request = AWSRequest(method="POST", url="http://localhost:8000/", data=body, headers=headers)
     moment = datetime.datetime.fromtimestamp(when, datetime.UTC).replace(tzinfo=None)
     with mock.patch.object(botocore.auth, "get_current_datetime", lambda: moment):
         SigV4Auth(Credentials(key, secret), "dynamodb", region).add_auth(request)
@@ -301,7 +306,9 @@ def test_region_with_a_bad_credentials_file_exits_2(tmp_path):
 
 
 def sign(endpoint: str, target: str, body: bytes, key: str = KEY, secret: str = SECRET) -> dict:
-    request = AWSRequest(method="POST", url=endpoint + "/", data=body, headers={"X-Amz-Target": target, "Content-Type": AMZ_JSON})
+    request = AWSRequest(
+        method="POST", url=endpoint + "/", data=body, headers={"X-Amz-Target": target, "Content-Type": AMZ_JSON}
+    )
     SigV4Auth(Credentials(key, secret), "dynamodb", "us-east-1").add_auth(request)
     return dict(request.headers.items())
 
@@ -388,7 +395,9 @@ def test_the_projects_own_clients_sign_so_a_keyed_region_accepts_them():
     keys = {KEY: AccessKey(SECRET)}
     signing, clock = checks(keys)
     body = b'{"TableName": "Orders"}'
-    headers = CaseInsensitive(signed_headers("http://127.0.0.1:8000", "us-east-1", "Scan", body, clock.wall_time(), keys))
+    headers = CaseInsensitive(
+        signed_headers("http://127.0.0.1:8000", "us-east-1", "Scan", body, clock.wall_time(), keys)
+    )
     headers["Host"] = "127.0.0.1:8000"
     signing.verify(headers, "", body)
     unkeyed = CaseInsensitive(signed_headers("http://127.0.0.1:8000", "us-east-1", "Scan", body, clock.wall_time()))

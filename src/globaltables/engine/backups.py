@@ -162,7 +162,11 @@ def description(record: dict, status: str = "AVAILABLE") -> dict:
         features["TimeToLiveDescription"] = dict(table.ttl)
     if table.sse is not None:
         features["SSEDescription"] = dict(table.sse)
-    return {"BackupDetails": details(record, status), "SourceTableDetails": source, "SourceTableFeatureDetails": features}
+    return {
+        "BackupDetails": details(record, status),
+        "SourceTableDetails": source,
+        "SourceTableFeatureDetails": features,
+    }
 
 
 def summary(record: dict) -> dict:

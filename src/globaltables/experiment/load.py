@@ -166,7 +166,8 @@ class LoadGenerator:
     async def call(self, region: str, operation: str, body: dict) -> Answer:
         assert self.session is not None
         data = orjson.dumps(body)
-        headers = signed_headers(self.endpoints[region], region, operation, data, self.clock.wall_time(), self.credentials)
+        now = self.clock.wall_time()
+        headers = signed_headers(self.endpoints[region], region, operation, data, now, self.credentials)
         try:
             async with self.session.post(
                 self.endpoints[region] + "/",

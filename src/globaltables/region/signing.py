@@ -260,9 +260,7 @@ class RequestSigning:
             pairs = parse_qsl(query_string, keep_blank_values=True)
             values = dict(pairs)
             if values.get("X-Amz-Algorithm") != ALGORITHM:
-                raise IncompleteSignatureException(
-                    f"Unsupported AWS 'algorithm': '{values.get('X-Amz-Algorithm')}'"
-                )
+                raise IncompleteSignatureException(f"Unsupported AWS 'algorithm': '{values.get('X-Amz-Algorithm')}'")
             credential, signed = values["X-Amz-Credential"], values["X-Amz-SignedHeaders"]
             signature, date = values["X-Amz-Signature"], values["X-Amz-Date"]
             expires = _expires(values.get("X-Amz-Expires"))
@@ -323,7 +321,9 @@ class RequestSigning:
                 f"'{auth.scope_date}' != '{day}', from '{auth.date}'."
             )
         if auth.scope_region != self.region:
-            raise InvalidSignatureException(f"Credential should be scoped to a valid region, not '{auth.scope_region}'. ")
+            raise InvalidSignatureException(
+                f"Credential should be scoped to a valid region, not '{auth.scope_region}'. "
+            )
         if auth.scope_service != SERVICE:
             raise InvalidSignatureException(f"Credential should be scoped to correct service: '{SERVICE}'. ")
         if auth.terminator != TERMINATOR:

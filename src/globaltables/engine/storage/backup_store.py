@@ -43,7 +43,9 @@ class BackupStore:
         db = self.db
         db.execute("BEGIN")
         try:
-            db.execute("INSERT INTO backups (arn, created, record) VALUES (?, ?, ?)", (arn, created, orjson.dumps(record)))
+            db.execute(
+                "INSERT INTO backups (arn, created, record) VALUES (?, ?, ?)", (arn, created, orjson.dumps(record))
+            )
             db.executemany(
                 "INSERT INTO backup_items (arn, n, item) VALUES (?, ?, ?)",
                 ((arn, n, orjson.dumps(item)) for n, item in enumerate(items)),
