@@ -363,3 +363,22 @@ def put(engine, table, pk, g=None):
 
 def pitr_request(source, target, moment):
     return {"SourceTableName": source, "TargetTableName": target, "RestoreDateTime": moment}
+
+
+def test_point_in_time_history_survives_a_restart(tmp_path):
+    path = tmp_path / "region.db"
+    clock = ManualClock()
+    engine = Engine(SqliteStore(path), clock)
+    create(engine, "Source")
+    enable_pitr(engine, "Source")
+    put(engine, "Source", "first")
+    clock.advance(10)
+    moment = clock.wall_time()
+    clock.advance(10)
+    call(engine, "DeleteItem", {"TableName": "Source", "Key": {"pk": {"S": "first"}}})
+    put(engine, "Source", "second")
+    engine.store.close()
+    reopened = Engine(SqliteStore(path), clock)
+    put(reopened, "Source", "third")
+    call(reopened, "RestoreTableToPointInTime", pitr_request("Source", "Before", moment))
+    assert sorted(items_of(reopened, "Before")) == ["first"]
