@@ -23,6 +23,10 @@ RestoreTableToPointInTime; developer guide "Backup and restore for DynamoDB"):
 - A target name that exists is TableAlreadyExistsException and nothing changes. The items are written in one store
   transaction (indexes maintained as for any write), so a restore is whole or absent; the answer shows CREATING
   with `RestoreSummary.RestoreInProgress` true, DescribeTable then ACTIVE and false.
+- Error texts: InvalidRestoreTimeException's is the API model's documentation of it; DynamoDB does not document the
+  others, so "Backup not found: <arn>", "Table already exists: <name>" (CreateTable's wording), "Table not found:
+  <name>" (the continuous-backups operations') and "Point in time recovery is not enabled for table '<name>'" are
+  the project's.
 """
 
 from __future__ import annotations
