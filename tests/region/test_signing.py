@@ -9,6 +9,7 @@ still refuses the wrong date and the wrong scope (conformance notes R11, R21), a
 from __future__ import annotations
 
 import datetime
+import hashlib
 import http.client
 import json
 import os
@@ -247,6 +248,14 @@ def test_signature_is_checked_with_botocores_signer():
         signing.verify(botocore_headers(b'{"Limit": 3}', clock.wall_time()), "", b'{"Limit": 4}')
     with pytest.raises(UnrecognizedClientException):
         signing.verify(botocore_headers(b"{}", clock.wall_time(), key="AKIDOTHER"), "", b"{}")
+
+
+def test_a_declared_payload_hash_must_be_the_bodys():
+    signing, clock = checks({KEY: AccessKey(SECRET)})
+    headers = botocore_headers(b"{}", clock.wall_time())
+    headers["X-Amz-Content-Sha256"] = hashlib.sha256(b'{"Limit": 1}').hexdigest()
+    with pytest.raises(InvalidSignatureException, match="x-amz-content-sha256"):
+        signing.verify(headers, "", b"{}")
 
 
 def test_malformed_credential_scope():

@@ -38,6 +38,7 @@ correct service: 'dynamodb'. " (arnemolland/sigv4#15), the signature mismatch wi
 from __future__ import annotations
 
 import calendar
+import hashlib
 import hmac
 import re
 import time
@@ -225,6 +226,12 @@ class RequestSigning:
             raise UnrecognizedClientException(INVALID_TOKEN)
         if "host" not in auth.signed_headers:
             raise InvalidSignatureException("'Host' must be a 'SignedHeader' in the AWS Authorization.")
+        declared = headers.get("X-Amz-Content-Sha256")
+        if declared is not None and declared != "UNSIGNED-PAYLOAD" and declared != hashlib.sha256(body).hexdigest():
+            # botocore's canonical request takes a declared payload hash as it is: check it against the body.
+            raise InvalidSignatureException(
+                "The provided 'x-amz-content-sha256' header does not match what was computed."
+            )
         canonical, string_to_sign, expected = self.expected(auth, key, headers, body, path)
         if not hmac.compare_digest(expected, auth.signature):
             raise InvalidSignatureException(
