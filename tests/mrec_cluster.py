@@ -33,7 +33,8 @@ class Cluster:
         self.data_dir = data_dir
         self.endpoints = {line["region"]: line["endpoint"] for line in lines if "region" in line}
         self.roles = {line["region"]: line["role"] for line in lines if "region" in line}
-        self.clients = {name: make_client(endpoint) for name, endpoint in self.endpoints.items()}
+        # Each client signs for its own region: a region refuses a request scoped to another (signing.py).
+        self.clients = {name: make_client(endpoint, region=name) for name, endpoint in self.endpoints.items()}
         self.secret = (data_dir / "secret").read_text().strip()
 
     @property

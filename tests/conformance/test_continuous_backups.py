@@ -1,6 +1,6 @@
 """DescribeContinuousBackups and UpdateContinuousBackups through boto3 against a real region process: continuous
-backups always ENABLED, point-in-time recovery a setting that is kept and described, TableNotFoundException for a
-table that does not exist, and the recovery period's limits."""
+backups always ENABLED, point-in-time recovery kept and described with its restorable window (restores themselves:
+test_backups.py), TableNotFoundException for a table that does not exist, and the recovery period's limits."""
 
 import datetime
 

@@ -347,3 +347,17 @@ def test_validate_is_a_console_command(tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr.strip() == f"{bad}: links.default.latency_ms: must be at least 0, got -5"
+
+
+def test_credentials_are_keys_to_secrets_and_errors_name_the_key_not_the_secret():
+    keys = "credentials:\n  AKID1: s3cr3t\n  AKID2: {secret: other, regions: [eu-west-1]}\n"
+    topology = parse_topology(textwrap.dedent(MINIMAL + keys), FILE)
+    assert set(topology.credentials) == {"AKID1", "AKID2"}
+    assert topology.credentials["AKID2"].regions == frozenset({"eu-west-1"})
+    assert "s3cr3t" not in repr(topology) and "other" not in repr(topology)
+    assert parse_topology(textwrap.dedent(MINIMAL), FILE).credentials is None
+    errors = refused(MINIMAL + "credentials:\n  AKID1: {secret: hidden-value, regoins: [x]}\n")
+    assert errors == [f"{FILE}: credentials.AKID1: unknown field 'regoins' (allowed: secret, regions)"]
+    assert refused(MINIMAL + "credentials: [a]\n") == [
+        f"{FILE}: credentials must be a non-empty mapping of access key id to secret"
+    ]

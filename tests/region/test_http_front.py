@@ -9,13 +9,16 @@ request with and without a header that sends it to aiohttp.
 from __future__ import annotations
 
 import socket
+import time
 from urllib.parse import urlsplit
 
 import orjson
 import pytest
 
+# Any well-formed signature for us-east-1 at the current time: the region checks the signing date and scope.
+DATE = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 AUTHORIZATION = (
-    "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/dynamodb/aws4_request, "
+    f"AWS4-HMAC-SHA256 Credential=AKID/{DATE[:8]}/us-east-1/dynamodb/aws4_request, "
     "SignedHeaders=host;x-amz-date;x-amz-target, Signature=" + "0" * 64
 )
 TIMEOUT_S = 30
@@ -25,7 +28,7 @@ def request(target: str, body: bytes, extra: str = "", path: str = "/", method: 
     return (
         f"{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/x-amz-json-1.0\r\n"
         f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTHORIZATION}\r\n"
-        f"X-Amz-Date: 20260101T000000Z\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+        f"X-Amz-Date: {DATE}\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
     ).encode() + body
 
 

@@ -109,6 +109,13 @@ def add_region_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long stream records stay readable (default 86400, DynamoDB's 24 hours)",
     )
+    parser.add_argument(
+        "--credentials",
+        type=Path,
+        metavar="FILE",
+        help="verify every request's SigV4 signature against these access keys (YAML: key id -> secret, or "
+        "key id -> {secret, regions}); default: the topology's credentials, else any well-formed signature",
+    )
     replication = parser.add_argument_group("region of a topology (global tables)")
     replication.add_argument(
         "--topology",
@@ -156,14 +163,24 @@ def run_region(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    from ..region.signing import CredentialsError, load_credentials
+
     replication = None
+    credentials = None
     host, port, ttl_sweep = str(args.host), int(args.port), float(args.ttl_sweep_interval)
+    try:
+        if args.credentials is not None:
+            credentials = load_credentials(args.credentials)
+    except CredentialsError as error:
+        print(f"globaltables region: {error}", file=sys.stderr)
+        return 2
     if args.topology is not None:
         try:
-            topology_region, replication, ttl_default = topology_region_settings(args)
+            topology_region, replication, ttl_default, topology_credentials = topology_region_settings(args)
         except ValueError as error:  # TopologyError, SecretError, an unknown region or peer
             print(f"globaltables region: {error}", file=sys.stderr)
             return 2
+        credentials = credentials if credentials is not None else topology_credentials
         # A topology's region binds where the topology says, or port 0, unless the command line says otherwise.
         host = topology_region.host if is_default(args.host) else host
         port = (topology_region.port or 0) if is_default(args.port) else port
@@ -177,12 +194,14 @@ def run_region(args: argparse.Namespace) -> int:
         ttl_sweep_interval_s=ttl_sweep,
         stream_retention_s=args.stream_retention,
         replication=replication,
+        credentials=credentials,
     )
     return run(config)
 
 
 def topology_region_settings(args: argparse.Namespace):
-    """(the topology's Region, ReplicationSettings, the topology's TTL sweep interval) for `region --topology`."""
+    """(the topology's Region, ReplicationSettings, the topology's TTL sweep interval, its credentials or None) for
+    `region --topology`."""
     from ..experiment.region_settings import read_secret, replication_settings
     from ..experiment.topology import load_topology
 
@@ -205,7 +224,7 @@ def topology_region_settings(args: argparse.Namespace):
     settings = replication_settings(
         topology, args.name, read_secret(secret_file), peers_file=args.peers_file, endpoints=endpoints
     )
-    return region, settings, topology.ttl_sweep_interval_s
+    return region, settings, topology.ttl_sweep_interval_s, topology.credentials
 
 
 # ----------------------------------------------------------------------------------------------------- validate

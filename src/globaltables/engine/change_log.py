@@ -11,11 +11,15 @@ Theory of operation
   record, nor does a DeleteItem that finds nothing (the writers do not even commit that).
 - Sequence numbers increase per table and are never reused, also across restarts (storage/change_log_store.py).
   A rolled-back transaction may leave a gap; readers never rely on consecutive numbers.
-- Which tables are logged: those with an enabled stream (replication will add its tables). A stream is a range of
+- Which tables are logged: those with an enabled stream, global tables (replication ships their log) and tables
+  with point-in-time recovery enabled (restores reconstruct from it, engine/point_in_time.py). A stream is a range of
   its table's log: from the sequence number current when it was enabled to the last one written before it was
   disabled (or its table deleted). Streams live in a registry of their own, so a disabled stream, or the stream of
   a deleted table, stays readable until retention (24 hours by default) has passed since it was disabled.
-- Retention is applied by `trim`, a bounded periodic step on the injected clock (the region server runs it).
+- Retention is applied by `trim`, a bounded periodic step on the injected clock (the region server runs it). A
+  table with point-in-time recovery keeps every record back to its earliest restorable time (up to its recovery
+  period of 1 to 35 days), whatever the stream retention: a restore to any instant of the window undoes the records
+  after it, so none of them may be missing.
 - The registry follows the table definitions: `table_saved` / `table_dropped` are called by the engine after every
   definition change, and the whole registry is reconciled with the definitions at startup, so a crash between
   saving a definition and registering its stream heals itself.
@@ -148,9 +152,12 @@ class ChangeLog:
             self._lanes[name] = definition.replication_lanes
         else:
             self._lanes.pop(name, None)
-        if name in self._open or definition.replicas:
-            # Global tables are always logged: the log is also what replication ships (docs/replication.md).
-            self._logged[name] = self.engine.store.table_id(name)
+        if name in self._open or definition.replicas or definition.point_in_time_recovery:
+            # Global tables are always logged: the log is also what replication ships (docs/replication.md); so are
+            # tables with point-in-time recovery, whose restores are reconstructed from it.
+            tid = self._logged[name] = self.engine.store.table_id(name)
+            if definition.point_in_time_recovery:
+                self.store.register_table(tid)  # trimmed by retention like a stream's table
         else:
             self._logged.pop(name, None)
 
@@ -222,11 +229,26 @@ class ChangeLog:
 
     # ------------------------------------------------------------------------------------------------ retention
 
+    def recovery_horizons(self, now: float) -> dict[int, float]:
+        """Per table id with point-in-time recovery, the time from which its records must stay (its earliest
+        restorable time)."""
+        from .point_in_time import earliest_restorable
+
+        horizons = {}
+        for name, tid in self._logged.items():
+            definition = self.engine.tables.get(name)
+            if definition is not None and definition.point_in_time_recovery:
+                horizons[tid] = earliest_restorable(definition.point_in_time_recovery, now)
+        return horizons
+
     def trim(self, limit: int | None = None) -> int:
         """Drop records older than the retention period, and streams disabled longer ago than that; one bounded
         step (at most `limit` records). How many records were removed."""
-        before = self.engine.clock.wall_time() - self.retention_s
-        removed = self.store.trim(before, limit or self.trim_chunk, self.engine.replica.trim_ceilings())
+        now = self.engine.clock.wall_time()
+        before = now - self.retention_s
+        removed = self.store.trim(
+            before, limit or self.trim_chunk, self.engine.replica.trim_ceilings(), self.recovery_horizons(now)
+        )
         for stream in self.store.streams():
             if stream.disabled is not None and stream.disabled < before:
                 self.store.drop_stream(stream.arn)

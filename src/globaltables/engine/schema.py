@@ -254,6 +254,9 @@ class TableDefinition:
     # Point-in-time recovery as last set by UpdateContinuousBackups: {"RecoveryPeriodInDays": n, "Since": epoch s}
     # while enabled, None while disabled (describe_continuous_backups.py).
     point_in_time_recovery: dict | None = None
+    # A table made by RestoreTableFromBackup or RestoreTableToPointInTime (engine/backups.py): its RestoreSummary
+    # (SourceBackupArn or SourceTableArn, RestoreDateTime); None for every other table.
+    restore_summary: dict | None = None
 
     def index(self, name: str) -> IndexDefinition | None:
         for index in (*self.gsis, *self.lsis):

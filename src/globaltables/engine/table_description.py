@@ -118,6 +118,9 @@ def describe_table(
         # A global table (2019.11.21): every region of the replication group, this one included.
         out["GlobalTableVersion"] = "2019.11.21"
         out["Replicas"] = [replica_description(table, region) for region in table.replicas]
+    if table.restore_summary is not None:
+        # Restores complete within the request (backups.py): the settled state is a finished restore.
+        out["RestoreSummary"] = {**table.restore_summary, "RestoreInProgress": False}
     if table.sse is not None:
         out["SSEDescription"] = dict(table.sse)
     if table.table_class != "STANDARD" or table.table_class_updated is not None:

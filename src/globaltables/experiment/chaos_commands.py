@@ -24,6 +24,7 @@ from ..chaos.faults import FaultError, build, parse_duration
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..chaos.target import RegionControlTarget, TargetError
+from .load import signed_headers
 from .region_settings import SecretError, read_secret
 from .supervisor import STATE_FILE, default_data_dir
 from .topology import Topology, TopologyError, load_topology
@@ -38,9 +39,6 @@ LINK_VERBS = ("loss", "duplicate", "reorder", "bandwidth", "stall")
 QUIESCE_TIMEOUT_S = 60.0
 POLL_S = 0.1
 # Regions check that a request is SigV4-signed but do not verify the signature (region/wire.py).
-FAKE_SIGV4 = (
-    "AWS4-HMAC-SHA256 Credential=chaos/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"
-)
 
 
 class CommandError(Exception):
@@ -163,17 +161,17 @@ def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool
 # ------------------------------------------------------------------------------------------------------ check
 
 
-def dynamodb(endpoint: str, operation: str, body: dict) -> dict:
-    request = urllib.request.Request(
-        endpoint, data=json.dumps(body).encode(), method="POST",
-        headers={"X-Amz-Target": f"DynamoDB_20120810.{operation}", "Content-Type": "application/x-amz-json-1.0",
-                 "Authorization": FAKE_SIGV4, "X-Amz-Date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())},
-    )  # fmt: skip
+def dynamodb(endpoint: str, operation: str, body: dict, region: str, credentials=None) -> dict:
+    data = json.dumps(body).encode()
+    headers = signed_headers(endpoint, region, operation, data, time.time(), credentials)
+    request = urllib.request.Request(endpoint, data=data, method="POST", headers=headers)
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
 
-def scan_all(endpoint: str, table: str, key_names: list[str], index: str | None = None) -> dict[str, dict]:
+def scan_all(
+    endpoint: str, region: str, table: str, key_names: list[str], index: str | None = None, credentials=None
+) -> dict[str, dict]:
     items: dict[str, dict] = {}
     request: dict[str, Any] = {"TableName": table}
     if index is not None:
@@ -181,7 +179,7 @@ def scan_all(endpoint: str, table: str, key_names: list[str], index: str | None 
     else:
         request["ConsistentRead"] = True
     while True:
-        answer = dynamodb(endpoint, "Scan", request)
+        answer = dynamodb(endpoint, "Scan", request, region, credentials)
         for item in answer.get("Items", []):
             items[key_id({name: item.get(name) for name in key_names})] = item
         if not answer.get("LastEvaluatedKey"):
@@ -189,21 +187,22 @@ def scan_all(endpoint: str, table: str, key_names: list[str], index: str | None 
         request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
 
 
-def replica_states(target: RegionControlTarget, replicas: list[str], tables: list[str]) -> dict:
-    """{region: {table or table/index/name: {key_id: item}}} of every replica."""
+def replica_states(target: RegionControlTarget, replicas: list[str], tables: list[str], credentials=None) -> dict:
+    """{region: {table or table/index/name: {key_id: item}}} of every replica (`credentials`: the topology's
+    access keys, when its regions verify signatures)."""
     states: dict[str, dict[str, dict]] = {region: {} for region in replicas}
     for region in replicas:
         endpoint = target.endpoints[region]
         for table in tables:
-            description = dynamodb(endpoint, "DescribeTable", {"TableName": table})["Table"]
+            description = dynamodb(endpoint, "DescribeTable", {"TableName": table}, region, credentials)["Table"]
             key_names = [entry["AttributeName"] for entry in description["KeySchema"]]
-            states[region][table] = scan_all(endpoint, table, key_names)
+            states[region][table] = scan_all(endpoint, region, table, key_names, credentials=credentials)
             for index in description.get("GlobalSecondaryIndexes", []):
                 names = key_names + [
                     e["AttributeName"] for e in index["KeySchema"] if e["AttributeName"] not in key_names
                 ]
                 states[region][f"{table}/index/{index['IndexName']}"] = scan_all(
-                    endpoint, table, names, index["IndexName"]
+                    endpoint, region, table, names, index["IndexName"], credentials
                 )
     return states
 
@@ -228,7 +227,7 @@ def run_check(topology_path: Path, data_dir: Path | None, timeout_s: float = QUI
         replicas = [region.name for region in topology.replicas]
         waited = wait_quiescent(target, list(topology.region_names), timeout_s)
         tables = [spec.definition["TableName"] for spec in topology.tables]
-        result = check_convergence(replica_states(target, replicas, tables))
+        result = check_convergence(replica_states(target, replicas, tables, topology.credentials))
     except TopologyError as error:
         for line in error.errors:
             _err(line)

@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
 from ..chaos.history import DEFINITE_ERRORS, History
+from ..region.signing import client_headers, key_for
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
 from .workload import KeyChooser, OperationChooser, Workload
@@ -43,11 +45,6 @@ VERSION_HEADER = "x-globaltables-version"
 TARGET_PREFIX = "DynamoDB_20120810."
 PROBE_POLL_S = 0.005
 PROBE_GIVE_UP_S = 30.0
-# Any syntactically complete SigV4 header: the regions check its shape, not its signature.
-AUTHORIZATION = (
-    "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, "
-    "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=0000"
-)
 HISTORY_NAMES = {"conditional_update": "update"}
 
 
@@ -108,6 +105,19 @@ def version_order(version: str) -> tuple[str, str]:
     return hlc, region
 
 
+def signed_headers(
+    endpoint: str, region: str, operation: str, body: bytes, now: float, credentials: Mapping[str, Any] | None = None
+) -> dict[str, str]:
+    """The headers of one DynamoDB request from the project's own clients: target, media type, and a signature
+    for `region` at `now` (region/signing.py `client_headers`)."""
+    target = TARGET_PREFIX + operation
+    key = key_for(credentials, region)
+    headers = client_headers(region, now, key, body, urlsplit(endpoint).netloc, target)
+    headers["X-Amz-Target"] = target
+    headers["Content-Type"] = "application/x-amz-json-1.0"
+    return headers
+
+
 class Answer:
     __slots__ = ("body", "error", "outcome", "version")
 
@@ -124,9 +134,13 @@ class LoadGenerator:
         rng: Rng,
         history: History | None = None,
         clock: SystemClock | None = None,
+        credentials: Mapping[str, Any] | None = None,
     ) -> None:
         self.workload = workload
         self.endpoints = endpoints
+        # Requests are signed for their region and the current time (region/signing.py checks both), with a key
+        # of the topology's when the regions verify signatures.
+        self.credentials = credentials
         self.regions = [name for name in (workload.regions or endpoints) if name in endpoints]
         self.probe_targets = list(endpoints)  # every replica is polled by the probe
         self.clock = clock or SystemClock()
@@ -151,16 +165,13 @@ class LoadGenerator:
 
     async def call(self, region: str, operation: str, body: dict) -> Answer:
         assert self.session is not None
-        headers = {
-            "X-Amz-Target": TARGET_PREFIX + operation,
-            "Content-Type": "application/x-amz-json-1.0",
-            "Authorization": AUTHORIZATION,
-            "X-Amz-Date": "20260101T000000Z",
-        }
+        data = orjson.dumps(body)
+        now = self.clock.wall_time()
+        headers = signed_headers(self.endpoints[region], region, operation, data, now, self.credentials)
         try:
             async with self.session.post(
                 self.endpoints[region] + "/",
-                data=orjson.dumps(body),
+                data=data,
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=self.workload.timeout_s),
             ) as response:

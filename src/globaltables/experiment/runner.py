@@ -31,8 +31,8 @@ import orjson
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.linearizable import check as check_linearizable
 from ..chaos.checkers.lww import check_lww
-from ..chaos.checkers.staleness import check_staleness
 from ..chaos.checkers.result import CheckResult
+from ..chaos.checkers.staleness import check_staleness
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
@@ -136,10 +136,13 @@ class _ReadyWatcher:
 class Regions:
     """Control-API and data reads against the running regions."""
 
-    def __init__(self, endpoints: dict[str, str], secret: str, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self, endpoints: dict[str, str], secret: str, session: aiohttp.ClientSession, credentials=None
+    ) -> None:
         self.endpoints = endpoints
         self.secret = secret
         self.session = session
+        self.credentials = credentials  # the topology's access keys, to sign data reads with (None: any key)
 
     async def status(self, region: str) -> dict:
         async with self.session.get(
@@ -170,20 +173,14 @@ class Regions:
         return None
 
     async def scan(self, region: str, table: str, key_names: list[str]) -> dict[str, dict]:
-        from .load import AUTHORIZATION, TARGET_PREFIX
+        from .load import signed_headers
 
         items: dict[str, dict] = {}
         request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-        headers = {
-            "X-Amz-Target": TARGET_PREFIX + "Scan",
-            "Content-Type": "application/x-amz-json-1.0",
-            "Authorization": AUTHORIZATION,
-            "X-Amz-Date": "20260101T000000Z",
-        }
         while True:
-            async with self.session.post(
-                self.endpoints[region] + "/", data=orjson.dumps(request), headers=headers
-            ) as response:
+            data = orjson.dumps(request)
+            headers = signed_headers(self.endpoints[region], region, "Scan", data, time.time(), self.credentials)
+            async with self.session.post(self.endpoints[region] + "/", data=data, headers=headers) as response:
                 body = orjson.loads(await response.read())
                 if response.status != 200:
                     raise RunAborted(f"reading the final state of {table} in {region} failed: {body}")
@@ -400,10 +397,10 @@ async def _experiment(
     clock = SystemClock()
     history = History(clock)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        regions = Regions(endpoints, supervisor.secret, session)
+        regions = Regions(endpoints, supervisor.secret, session, topology.credentials)
         await _require_mode(topology, regions)
         table = next(spec for spec in topology.tables if spec.name == workload.table)
-        load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), history, clock)
+        load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), history, clock, topology.credentials)
         progress.load, progress.phase = load, "load"
 
         chaos_task: asyncio.Future | None = None

@@ -20,6 +20,9 @@ Schema (MRSC rules from dynamodb-facts §3):
     ttl_sweep_interval_s: 1.0
     max_clock_offset_ms: 500
     secret_file: path                  # relative to the topology file; absent: `up` generates a secret
+    credentials:                       # optional: every region verifies request signatures (region/signing.py)
+      AKIDEXAMPLE: wJalrXUtnFEMI       #   access key id -> secret (any region)
+      AKIDEU: {secret: s3cr3t, regions: [eu-west-1]}   # a key bound to some regions is refused elsewhere
     workload: {...}                    # the load `globaltables run` applies; schema in workload.py
 
 Tables: a table with neither `BillingMode` nor `ProvisionedThroughput` gets `BillingMode: PAY_PER_REQUEST`, so the
@@ -80,6 +83,7 @@ TOP_LEVEL_KEYS = (
     "ttl_sweep_interval_s",
     "max_clock_offset_ms",
     "secret_file",
+    "credentials",
     "workload",
 )
 REGION_KEYS = ("name", "host", "port", "role", "clock_offset_ms")
@@ -156,6 +160,8 @@ class Topology:
     ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S
     max_clock_offset_ms: float = DEFAULT_MAX_CLOCK_OFFSET_MS
     secret_file: Path | None = None  # resolved against the topology file's folder
+    # Access key id -> region/signing.py AccessKey (its repr hides the secret); None: signatures are not verified.
+    credentials: Mapping[str, Any] | None = field(default=None, compare=False)
     workload: Mapping[str, Any] | None = None  # validated by experiment/workload.py; parse_workload() reads it
     source: Path | None = None  # the file it came from
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -405,6 +411,14 @@ class _Reader:
         if raw.get("secret_file") is not None:
             secret = self.string(raw["secret_file"], "secret_file")
             secret_file = source.parent / Path(secret).expanduser() if secret else None
+        credentials = None
+        if raw.get("credentials") is not None:
+            from ..region.signing import CredentialsError, parse_credentials  # signing.py owns the schema
+
+            try:
+                credentials = MappingProxyType(parse_credentials(raw["credentials"], str(self.file)))
+            except CredentialsError as error:
+                self.errors.append(str(error))  # "<file>: credentials.<key>: <problem>"
         workload = raw.get("workload")
         if workload is not None and not isinstance(workload, dict):
             self.error("workload", f"expected a mapping, got {type_name(workload)}")
@@ -435,6 +449,7 @@ class _Reader:
             ttl_sweep_interval_s=ttl_sweep if ttl_sweep is not None else DEFAULT_TTL_SWEEP_INTERVAL_S,
             max_clock_offset_ms=max_offset if max_offset is not None else DEFAULT_MAX_CLOCK_OFFSET_MS,
             secret_file=secret_file,
+            credentials=credentials,
             workload=MappingProxyType(copy.deepcopy(workload)) if workload is not None else None,
             source=source,
             warnings=tuple(self.warnings),

@@ -106,14 +106,16 @@ def make_app(
     engine: Engine,
     ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S,
     routes: Iterable[web.AbstractRouteDef] = (),
-    answer_async: Callable[[Any, str, bytes], Awaitable[tuple[int, bytes]]] | None = None,
+    answer_async: Callable[[Any, str, bytes, str, bytes], Awaitable[tuple[int, bytes]]] | None = None,
+    signing: Any = None,
 ) -> web.Application:
     """The application serving `engine`. The caller owns the engine and its store (and closes them); serve it with
     `make_runner`.
 
     `routes` (replication and control, region/http_transport.py and control.py) are matched before the catch-all
     DynamoDB handler. `answer_async` replaces `wire.answer` for a region whose writes wait for other regions
-    (strong mode, region/mrsc_host.py); its answers carry no version header."""
+    (strong mode, region/mrsc_host.py); its answers carry no version header. `signing` (signing.RequestSigning)
+    checks every DynamoDB request's signature; `answer_async` does its own."""
     # aiohttp enforces the size limit itself while reading bodies without a Content-Length (chunked uploads).
     app = web.Application(client_max_size=wire.MAX_REQUEST_BYTES)
     app[ENGINE] = engine
@@ -167,31 +169,34 @@ def make_app(
         except web.HTTPRequestEntityTooLarge:
             return too_large(request, content_type)
         if answer_async is not None:
-            status, body, headers = await answer_post_async(request.headers, raw, content_type, request.query_string)
+            status, body, headers = await answer_post_async(
+                request.headers, raw, content_type, request.query_string, request.path
+            )
         else:
-            status, body, headers = answer_post(request.headers, raw, content_type, request.query_string)
+            status, body, headers = answer_post(request.headers, raw, content_type, request.query_string, request.path)
         return web.Response(status=status, body=body, headers=headers)
 
     def answer_post(
-        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str = ""
+        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str = "", path: str = "/"
     ) -> tuple[int, bytes, dict[str, str]]:
         engine.response_version = None  # a request refused before the engine must not show the previous one's
         try:
             request_body = decode_request_body(raw, headers.get("Content-Encoding"))
         except DynamoError as error:  # not decodable: nothing is executed
             return finish(headers, *wire.error_answer(error), content_type)
-        status, body = answer(engine, headers, query_string, request_body)
+        # The signature covers the bytes as sent (a compressed body compressed), the engine reads them decoded.
+        status, body = answer(engine, headers, query_string, request_body, signing, path, raw)
         return finish(headers, status, body, content_type, engine.response_version)
 
     async def answer_post_async(
-        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str
+        headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str, path: str = "/"
     ) -> tuple[int, bytes, dict[str, str]]:
         assert answer_async is not None
         try:
             request_body = decode_request_body(raw, headers.get("Content-Encoding"))
         except DynamoError as error:
             return finish(headers, *wire.error_answer(error), content_type)
-        status, body = await answer_async(headers, query_string, request_body)
+        status, body = await answer_async(headers, query_string, request_body, path, raw)
         return finish(headers, status, body, content_type)
 
     def too_large(request: web.Request, content_type: str) -> web.Response:

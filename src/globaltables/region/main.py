@@ -20,7 +20,8 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
@@ -31,6 +32,7 @@ from ..runtime.clock import SystemClock
 from .app import DYNAMODB_ANSWER, make_app, make_runner
 from .http_front import HttpFront
 from .replication_host import ReplicationSettings
+from .signing import AccessKey, RequestSigning
 
 log = logging.getLogger("globaltables.region")
 
@@ -52,6 +54,9 @@ class RegionConfig:
     # A region of a topology (globaltables region --topology): replication links, HLC, declared global tables,
     # control API. None: a standalone region whose writes carry no versions.
     replication: ReplicationSettings | None = None
+    # Access key id -> AccessKey (region/signing.py): every request's signature is verified. None: any well-formed
+    # signature of this region and the current time is accepted.
+    credentials: Mapping[str, AccessKey] | None = field(default=None, repr=False)
 
 
 class DataDirInUse(OSError):
@@ -108,7 +113,7 @@ async def serve_store(config: RegionConfig) -> None:
     try:
         if config.replication is None:
             engine = Engine(store, SystemClock(), region=config.name, stream_retention_s=config.stream_retention_s)
-            app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s)
+            app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s, signing=signing_of(config, engine))
         else:
             engine, app = replicated_region(config, store)
         runner = make_runner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
@@ -167,9 +172,15 @@ def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine,
         engine,
         ttl_sweep_interval_s=config.ttl_sweep_interval_s,
         routes=[host.transport.route(), *control.routes(host)],
+        signing=signing_of(config, engine),
     )
     app.cleanup_ctx.append(host.lifecycle)
     return engine, app
+
+
+def signing_of(config: RegionConfig, engine: Engine) -> RequestSigning:
+    """The region's signature checks, by the engine's clock (the region's own, skewed when chaos says so)."""
+    return RequestSigning(config.name, engine.clock, config.credentials)
 
 
 def bound_address(server: asyncio.AbstractServer) -> tuple[str, int]:

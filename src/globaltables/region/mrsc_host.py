@@ -44,6 +44,7 @@ from ..runtime.transport import Envelope
 from .host_base import RegionHost, peer_transport
 from .mrsc_requests import GUARD_S, MrscRequests
 from .replication_host import POLL_FAILURE_PAUSE_S, ReplicationSettings
+from .signing import RequestSigning
 from .skewed_clock import SkewedClock
 from .strong_conversion import StrongConversion
 
@@ -52,7 +53,9 @@ log = logging.getLogger("globaltables.mrsc.host")
 
 
 class MrscHost(RegionHost):
-    def __init__(self, engine: Engine, store: SqliteStore, settings: ReplicationSettings, clock: SkewedClock) -> None:
+    def __init__(
+        self, engine: Engine, store: SqliteStore, settings: ReplicationSettings, clock: SkewedClock, signing: Any = None
+    ) -> None:
         self.engine = engine
         self.settings = settings
         self.clock = clock
@@ -76,7 +79,7 @@ class MrscHost(RegionHost):
         self._tasks: list[asyncio.Task] = []
         self._peers_file_mtime: int | None = None
         self.poll_failures = 0
-        self.requests = MrscRequests(engine, self.node, self.config, witness=self.witness)
+        self.requests = MrscRequests(engine, self.node, self.config, witness=self.witness, signing=signing)
         self.counts = self.requests.counts
 
     # ------------------------------------------------------------------------------------------ start-up
@@ -162,10 +165,12 @@ class MrscHost(RegionHost):
 
     # --------------------------------------------------------------------------------------- the requests
 
-    async def answer(self, headers: Mapping[str, str], query_string: str, raw: bytes) -> tuple[int, bytes]:
+    async def answer(
+        self, headers: Mapping[str, str], query_string: str, raw: bytes, path: str = "/", signed: bytes | None = None
+    ) -> tuple[int, bytes]:
         """(status, body) of a DynamoDB request (app.py `answer_async`): the request path of mrsc_requests.py, whose
         node operations are submitted together and awaited here. Never raises."""
-        steps = self.requests.answer(headers, query_string, raw)
+        steps = self.requests.answer(headers, query_string, raw, path, signed)
         try:
             waits = next(steps)
             while True:
@@ -217,7 +222,7 @@ def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Applicat
     settings = config.replication
     clock = SkewedClock(offset_s=settings.clock_offset_ms / 1000.0)
     engine = Engine(store, clock, region=config.name, stream_retention_s=config.stream_retention_s)
-    host = MrscHost(engine, store, settings, clock)
+    host = MrscHost(engine, store, settings, clock, signing=RequestSigning(config.name, clock, config.credentials))
     host.prepare()
     app = make_app(
         engine,

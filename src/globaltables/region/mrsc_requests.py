@@ -70,20 +70,23 @@ class MrscRequests:
     """The request path of one member: its engine (a witness's holds no tables: `witness` True, it serves no table
     data), its node and the MRSC settings. `counts` are the request counters a host reports in its status."""
 
-    def __init__(self, engine: Any, node: Any, config: MrscConfig, *, witness: bool) -> None:
+    def __init__(self, engine: Any, node: Any, config: MrscConfig, *, witness: bool, signing: Any = None) -> None:
         self.engine = engine
+        self.signing = signing  # signing.RequestSigning of a region process; None in simulation
         self.node = node
         self.config = config
         self.witness = witness
         self.counts = {"writes": 0, "committed": 0, "rwce": 0, "in_doubt": 0, "strong_reads": 0}
 
-    def answer(self, headers: Mapping[str, str], query_string: str, raw: bytes) -> Steps:
+    def answer(
+        self, headers: Mapping[str, str], query_string: str, raw: bytes, path: str = "/", signed: bytes | None = None
+    ) -> Steps:
         """(status, body) of a DynamoDB request, as the generator's return value (see the module's docstring).
-        Never raises."""
+        `signed`: the bytes as sent, which the signature covers (default `raw`). Never raises."""
         try:
             request = wire.decode_body(raw)
             service, operation = wire.split_target(headers.get("X-Amz-Target"))
-            wire.check_authentication(headers, query_string)
+            wire.authenticate(headers, query_string, raw if signed is None else signed, self.signing, path)
             response = yield from self.handle(service, operation, request)
             return 200, wire.success_body(operation, response)
         except DynamoError as error:

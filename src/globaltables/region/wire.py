@@ -19,8 +19,10 @@ established against the live service; its tests are the record):
     `DynamoDBStreams_20120810.<Operation>`): otherwise 400 UnknownOperationException, without a message.
  5. Authentication: a request with neither an `Authorization` header nor a presigned query string gets
     MissingAuthenticationTokenException; an `Authorization` header lacking a SigV4 part gets
-    IncompleteSignatureException with DynamoDB's text. Signatures themselves are not verified (any credentials
-    are accepted), so boto3 and the aws CLI work with dummy keys.
+    IncompleteSignatureException with DynamoDB's text. Then the region's signing checks (signing.py, one call in
+    `authenticate` for every HTTP path): the signing date within 5 minutes of the region's clock and a credential
+    scope naming this region and `dynamodb`, always; the signature itself only when the region has credentials
+    configured, so by default boto3 and the aws CLI work with dummy keys.
  6. The engine answers, or raises a DynamoError whose `to_body()` and `status` are sent as they are. Any other
     exception is a bug: the client gets a generic 500 InternalServerError, the traceback goes to the server log.
 
@@ -214,15 +216,32 @@ def check_authentication(headers: Mapping[str, str], query_string: str) -> None:
         raise IncompleteSignatureException(" ".join(problems))
 
 
+def authenticate(headers: Mapping[str, str], query_string: str, raw: bytes, signing: Any, path: str = "/") -> None:
+    """Step 5: the authorization's shape, then the region's signing checks (`signing.RequestSigning`, or None for
+    hosts without a real clock: the simulator), over the body bytes exactly as sent."""
+    check_authentication(headers, query_string)
+    if signing is not None:
+        signing.verify(headers, query_string, raw, path)
+
+
 # ---------------------------------------------------------------------------------------------- the dispatch
 
 
-def answer(engine: Any, headers: Mapping[str, str], query_string: str, raw: bytes) -> tuple[int, bytes]:
-    """(status, body) for a POST whose media type and size have been accepted. Never raises."""
+def answer(
+    engine: Any,
+    headers: Mapping[str, str],
+    query_string: str,
+    raw: bytes,
+    signing: Any = None,
+    path: str = "/",
+    signed: bytes | None = None,
+) -> tuple[int, bytes]:
+    """(status, body) for a POST whose media type and size have been accepted. Never raises. `raw`: the JSON body
+    (decoded if it came compressed); `signed`: the bytes as sent, which the signature covers (default `raw`)."""
     try:
         request = decode_body(raw)
         service, operation = split_target(headers.get("X-Amz-Target"))
-        check_authentication(headers, query_string)
+        authenticate(headers, query_string, raw if signed is None else signed, signing, path)
         if service == DYNAMODB_SERVICE:
             response = engine.handle(operation, request)
         else:

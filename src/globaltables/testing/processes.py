@@ -138,10 +138,15 @@ class ProcessHarness(ReadsThroughClients, Harness):
     def _boto_client(self, region: str, max_attempts: int) -> Any:
         from botocore.config import Config
 
+        from ..region.signing import key_for
+
+        key = key_for(self.topology.credentials, region)  # regions that verify signatures get a real key
+        keys = {} if key is None else {"aws_access_key_id": key[0], "aws_secret_access_key": key[1]}
         return boto3_session().client(
             "dynamodb",
             region_name=region,
             endpoint_url=self.endpoints[region],
+            **keys,
             config=Config(
                 retries={"total_max_attempts": max_attempts, "mode": "standard"}, connect_timeout=5, read_timeout=30
             ),

@@ -11,7 +11,7 @@ import uuid
 from ..errors import ResourceInUseException
 from ..schema import TableDefinition
 from ..table_description import describe_table, sse_description, stream_label
-from ..table_validation import CREATE_TABLE_FIELDS, copy_of, merge_tags, validate_create_table
+from ..table_validation import CREATE_TABLE_FIELDS, TableShape, copy_of, merge_tags, validate_create_table
 from ..validation import check_request
 
 
@@ -21,6 +21,15 @@ def handle(engine, request: dict) -> dict:
     name = request["TableName"]
     if name in engine.tables:
         raise ResourceInUseException(f"Table already exists: {name}")
+    definition = new_definition(engine, request, shape)
+    engine.save_table(definition)
+    index_status = {index.name: "CREATING" for index in definition.gsis}
+    return {"TableDescription": describe_table(engine, definition, table_status="CREATING", index_status=index_status)}
+
+
+def new_definition(engine, request: dict, shape: TableShape) -> TableDefinition:
+    """The definition of a new table from a checked CreateTable request (restores build one too, backups.py)."""
+    name = request["TableName"]
     now = engine.clock.wall_time()
     definition = TableDefinition(
         name=name,
@@ -49,6 +58,4 @@ def handle(engine, request: dict) -> dict:
             "StreamViewType": stream["StreamViewType"],
             "LatestStreamLabel": stream_label(now),
         }
-    engine.save_table(definition)
-    index_status = {index.name: "CREATING" for index in definition.gsis}
-    return {"TableDescription": describe_table(engine, definition, table_status="CREATING", index_status=index_status)}
+    return definition

@@ -1,4 +1,5 @@
-"""DeleteTable: drop a table and all its items at once.
+"""DeleteTable: drop a table and all its items at once. A table with point-in-time recovery enabled leaves a
+SYSTEM backup of itself (engine/backups.py), restorable for 35 days, as DynamoDB keeps one.
 
 The response shows DELETING, as DynamoDB's does; the table is gone immediately after, so boto3's
 `table_not_exists` waiter returns on its first DescribeTable.
@@ -6,6 +7,7 @@ The response shows DELETING, as DynamoDB's does; the table is gone immediately a
 
 from __future__ import annotations
 
+from .. import backups
 from ..errors import validation
 from ..table_description import describe_table, epoch
 from ..validation import TableNameField, check_request
@@ -33,5 +35,7 @@ def handle(engine, request: dict) -> dict:
         summary = description.setdefault("BillingModeSummary", {"BillingMode": "PAY_PER_REQUEST"})
         # On demand since creation when never switched: the switch time is the creation time.
         summary.setdefault("LastUpdateToPayPerRequestDateTime", epoch(table.billing_mode_updated or table.creation_time))
+    if table.point_in_time_recovery is not None:
+        backups.create(engine, table, table.name + backups.SYSTEM_BACKUP_SUFFIX, kind="SYSTEM")
     engine.drop_table(table.name)
     return {"TableDescription": description}

@@ -1,21 +1,21 @@
 """DescribeContinuousBackups: the table's continuous backups (always ENABLED) and point-in-time recovery settings.
 
 Tools that manage tables read these after every change (Terraform's table resource does), so they are answered as
-DynamoDB answers them. Point-in-time recovery is a setting here, kept with the table and described (its recovery
-period, and the window a restore could reach); restoring is not supported (RestoreTableToPointInTime is refused as
-an unsupported operation). A table that does not exist is TableNotFoundException, as the API model says.
+DynamoDB answers them. Point-in-time recovery is kept with the table and described with its recovery period and
+the window RestoreTableToPointInTime reaches (engine/point_in_time.py). A table that does not exist is
+TableNotFoundException, as the API model says.
 """
 
 from __future__ import annotations
 
 from ..errors import ResourceNotFoundException, TableNotFoundException
+from ..point_in_time import earliest_restorable, latest_restorable
 from ..schema import TableDefinition
 from ..validation import TableNameField, check_request
 
 FIELDS = {"TableName": TableNameField()}
 DEFAULT_RECOVERY_DAYS = 35
 MIN_RECOVERY_DAYS, MAX_RECOVERY_DAYS = 1, 35
-LATEST_RESTORABLE_LAG_S = 5 * 60  # DynamoDB: "typically 5 minutes before the current time"
 
 
 def backed_up_table(engine, name: str) -> TableDefinition:
@@ -49,12 +49,12 @@ def description(table: TableDefinition, now: float) -> dict:
         recovery: dict = {"PointInTimeRecoveryStatus": "DISABLED"}
     else:
         days, since = setting
-        earliest = max(since, now - days * 86400)
+        pitr = {"RecoveryPeriodInDays": days, "Since": since}
         recovery = {
             "PointInTimeRecoveryStatus": "ENABLED",
             "RecoveryPeriodInDays": days,
-            "EarliestRestorableDateTime": earliest,
-            "LatestRestorableDateTime": max(earliest, now - LATEST_RESTORABLE_LAG_S),
+            "EarliestRestorableDateTime": earliest_restorable(pitr, now),
+            "LatestRestorableDateTime": latest_restorable(pitr, now),
         }
     return {"ContinuousBackupsStatus": "ENABLED", "PointInTimeRecoveryDescription": recovery}
 

@@ -112,11 +112,18 @@ class ChangeLogStore:
                 bool(service),
             )  # fmt: skip
 
-    def trim(self, before: float, limit: int, ceilings: dict[int, int] | None = None) -> int:
+    def trim(
+        self,
+        before: float,
+        limit: int,
+        ceilings: dict[int, int] | None = None,
+        horizons: dict[int, float] | None = None,
+    ) -> int:
         """Delete up to `limit` records created before `before` (oldest first, table by table); how many.
 
         `ceilings` caps, per table id, the sequence numbers that may go: a global table keeps its records until
-        every peer has acknowledged them, whatever their age.
+        every peer has acknowledged them, whatever their age. `horizons` keeps, per table id, every record created
+        at or after its horizon (point-in-time recovery's window).
         """
         removed = 0
         tables = [tid for (tid,) in self.db.execute("SELECT tid FROM change_log_tables ORDER BY tid").fetchall()]
@@ -128,8 +135,9 @@ class ChangeLogStore:
                 "SELECT seq, created FROM change_log WHERE tid = ? ORDER BY seq LIMIT ?", (tid, limit - removed)
             ).fetchall()
             cut = 0
+            oldest_kept = min(before, horizons[tid]) if horizons and tid in horizons else before
             for seq, created in rows:
-                if created >= before:
+                if created >= oldest_kept:
                     break
                 cut = seq
             if ceilings is not None and tid in ceilings:
@@ -199,6 +207,10 @@ class ChangeLogStore:
             ),
         )  # fmt: skip
         self.db.execute("INSERT OR IGNORE INTO change_log_tables (tid) VALUES (?)", (stream.tid,))
+
+    def register_table(self, tid: int) -> None:
+        """Have retention trim this table's log (a logged table without a stream: point-in-time recovery)."""
+        self.db.execute("INSERT OR IGNORE INTO change_log_tables (tid) VALUES (?)", (tid,))
 
     def close_stream(self, arn: str, end_seq: int, disabled: float) -> None:
         self.db.execute("UPDATE streams SET end_seq = ?, disabled = ? WHERE arn = ?", (end_seq, disabled, arn))

@@ -77,9 +77,15 @@ class MemoryChangeLogStore:
                 seq, row[2], None if old is None else loads(old), None if new is None else loads(new), bool(row[5])
             )
 
-    def trim(self, before: float, limit: int, ceilings: dict[int, int] | None = None) -> int:
+    def trim(
+        self,
+        before: float,
+        limit: int,
+        ceilings: dict[int, int] | None = None,
+        horizons: dict[int, float] | None = None,
+    ) -> int:
         """Delete up to `limit` records created before `before` (oldest first, table by table); how many. A table
-        in `ceilings` keeps its records above its ceiling."""
+        in `ceilings` keeps its records above its ceiling, one in `horizons` those created since its horizon."""
         state = self.state
         removed = 0
         for tid in sorted(state.logged_tids):
@@ -88,8 +94,9 @@ class MemoryChangeLogStore:
             seqs = state.log_seqs.get(tid, [])
             log = state.log_rows.get(tid, {})
             cut = 0
+            oldest_kept = min(before, horizons[tid]) if horizons and tid in horizons else before
             for seq in seqs[: limit - removed]:
-                if log[seq][2] >= before:
+                if log[seq][2] >= oldest_kept:
                     break
                 cut = seq
             if ceilings is not None and tid in ceilings:
@@ -146,6 +153,10 @@ class MemoryChangeLogStore:
             stream.disabled,
         )  # fmt: skip
         self.state.logged_tids.add(stream.tid)
+
+    def register_table(self, tid: int) -> None:
+        """Have retention trim this table's log (a logged table without a stream: point-in-time recovery)."""
+        self.state.logged_tids.add(tid)
 
     def close_stream(self, arn: str, end_seq: int, disabled: float) -> None:
         row = self.state.streams.get(arn)

@@ -136,6 +136,8 @@ class MemoryStore:
         self.index_entries: dict[int, SortedTable] = {}
         self.index_ids: dict[int, tuple[str, str, bool]] = {}  # iid -> (table uuid, name, dropped)
         self.next_iid = 1
+        # On-demand backups (memory_backup_store.py): ARN -> (created, record bytes, [item bytes]).
+        self.backups: dict[str, tuple[float, bytes, list[bytes]]] = {}
 
     def change_log_store(self):
         from .memory_change_log_store import MemoryChangeLogStore
@@ -146,6 +148,11 @@ class MemoryStore:
         from .memory_index_store import MemoryIndexStore
 
         return MemoryIndexStore(self)
+
+    def backup_store(self):
+        from .memory_backup_store import MemoryBackupStore
+
+        return MemoryBackupStore(self)
 
     def snapshot(self) -> MemoryStore:
         """A new store holding exactly this store's committed data; hooks stay with this object."""

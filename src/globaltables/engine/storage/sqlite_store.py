@@ -142,6 +142,11 @@ class SqliteStore:
 
         return IndexStore(self)
 
+    def backup_store(self):
+        from .backup_store import BackupStore
+
+        return BackupStore(self)
+
     def snapshot(self) -> SqliteStore:
         """A new in-memory store holding exactly this store's committed data: what a restarted process finds on
         its disk (the simulator's crash); hooks and caches stay with this object."""
