@@ -110,7 +110,7 @@ class _Parser:
 
     def expect_keyword(self, word: str) -> None:
         if not self.keyword(word):
-            raise self.unexpected(f"Expected {word}")
+            raise self.unexpected()
 
     def at_punct(self, *texts: str) -> bool:
         token = self.token
@@ -124,12 +124,12 @@ class _Parser:
 
     def expect_punct(self, text: str) -> None:
         if not self.punct(text):
-            raise self.unexpected(f"Expected '{text}'")
+            raise self.unexpected()
 
-    def unexpected(self, expected: str | None = None) -> ValidationException:
+    def unexpected(self) -> ValidationException:
         token = self.token
         if token.kind == EOF:
-            return malformed(expected or "Unexpected end of statement")
+            return malformed("Unexpected end of statement")
         if token.kind == IDENT and token.text.upper() in _KEYWORDS:
             return malformed(f"Unexpected keyword: {token.text}")
         return malformed(f"Unexpected token: {token.text}")
@@ -261,7 +261,7 @@ class _Parser:
             else:
                 break
         if not actions:
-            raise self.unexpected("Expected SET or REMOVE")
+            raise self.unexpected()
         if not self.keyword("WHERE"):
             if self.token.kind == EOF:
                 raise ValidationException("Where clause does not contain a mandatory equality on all key attributes")
@@ -401,7 +401,7 @@ class _Parser:
         else:
             if negated:
                 raise self.unexpected()
-            raise self.unexpected("Expected a comparison")
+            raise self.unexpected()
         return Not(node) if negated else node
 
     def in_list(self, left: Any) -> In:
@@ -451,7 +451,7 @@ class _Parser:
         if token.kind == IDENT and token.text.upper() not in _KEYWORDS:
             self.pos += 1
             return token.text
-        raise self.unexpected("Expected identifier")
+        raise self.unexpected()
 
     def path(self) -> Path:
         if self.at_punct("["):
@@ -519,7 +519,7 @@ class _Parser:
         if kind == PUNCT and token.text == "<<":
             return self.set_rest()
         self.pos -= 1 if kind != EOF else 0
-        raise self.unexpected("Expected a value")
+        raise self.unexpected()
 
     def tuple_rest(self) -> dict:
         members: dict[str, dict] = {}

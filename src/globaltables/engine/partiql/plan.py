@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import ValidationException
 from ..expressions import condition_paths
 from ..expressions.ast import And, Between, Comparison, FunctionCall, In, Not, Or, Path, Value
-from ..schema import KeySchema, TableDefinition
+from ..schema import KeySchema
 from . import render
 from .statements import Delete, Exists, Insert, Select, Update
 
@@ -110,10 +110,6 @@ def split_key(key: KeySchema, where: Any) -> tuple[dict, list]:
     return {name: found[name] for name in key.names}, rest
 
 
-def table_of(engine: Any, name: str) -> TableDefinition:
-    return engine.table(name)
-
-
 def _references(nodes: list, names: tuple) -> bool:
     return any(path.root in names for node in nodes for path in condition_paths(node))
 
@@ -123,7 +119,7 @@ def _references(nodes: list, names: tuple) -> bool:
 
 def plan_select(engine: Any, select: Select, consistent: bool) -> Read:
     """An ExecuteStatement SELECT: Queries of the pinned partitions, or one Scan."""
-    table = table_of(engine, select.table)
+    table = engine.table(select.table)
     key = table.key
     if select.index is not None:
         index = table.index(select.index)
@@ -234,7 +230,7 @@ def _check_order(select: Select, key: KeySchema, pinned: bool) -> None:
 
 def plan_key_read(engine: Any, select: Select, refusal: str, index_refusal: str) -> tuple[dict, Any]:
     """A SELECT of a batch or transaction: (GetItem-style request without operation fields, post-filter)."""
-    table = table_of(engine, select.table)
+    table = engine.table(select.table)
     if select.index is not None:
         raise ValidationException(index_refusal)
     try:
@@ -269,7 +265,7 @@ def plan_write(engine: Any, statement: Any) -> Write:
 
 
 def _insert(engine: Any, statement: Insert) -> Write:
-    table = table_of(engine, statement.table)
+    table = engine.table(statement.table)
     p = render.Placeholders()
     request = {
         "TableName": table.name,
@@ -280,7 +276,7 @@ def _insert(engine: Any, statement: Insert) -> Write:
 
 
 def _update(engine: Any, statement: Update) -> Write:
-    table = table_of(engine, statement.table)
+    table = engine.table(statement.table)
     key, rest = split_key(table.key, statement.where)
     p = render.Placeholders()
     expression = render.update(statement.actions, p)
@@ -299,7 +295,7 @@ def _update(engine: Any, statement: Update) -> Write:
 
 
 def _delete(engine: Any, statement: Delete) -> Write:
-    table = table_of(engine, statement.table)
+    table = engine.table(statement.table)
     key, rest = split_key(table.key, statement.where)
     p = render.Placeholders()
     request: dict[str, Any] = {"TableName": table.name, "Key": key}
@@ -313,7 +309,7 @@ def _delete(engine: Any, statement: Delete) -> Write:
 
 def _exists(engine: Any, statement: Exists) -> Write:
     select = statement.select
-    table = table_of(engine, select.table)
+    table = engine.table(select.table)
     if select.index is not None:
         raise ValidationException("Operations on indices are not supported in transactions")
     try:
