@@ -9,7 +9,8 @@ resolves back into exactly these nodes.
 
 Rules: every attribute name is a `#nN` placeholder (so reserved words and odd characters need no care), every
 constant a `:vN` placeholder; parentheses only around an AND/OR that stands inside another operator (never doubled,
-which the expression grammar refuses as redundant).
+which the expression grammar refuses as redundant), and around the right operand of an AND under an AND (or OR
+under OR), so the text parses back into the very tree it was written from.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def condition(node: Any, p: Placeholders) -> str:
     kind = type(node)
     if kind is And or kind is Or:
         word = "AND" if kind is And else "OR"
-        return f"{grouped(node.left, kind, p)} {word} {grouped(node.right, kind, p)}"
+        return f"{grouped(node.left, kind, p)} {word} {grouped(node.right, kind, p, right=True)}"
     if kind is Not:
         return f"NOT {grouped(node.condition, Not, p)}"
     if kind is Comparison:
@@ -102,12 +103,13 @@ def condition(node: Any, p: Placeholders) -> str:
     raise AssertionError(f"not a condition: {node!r}")  # pragma: no cover
 
 
-def grouped(node: Any, parent: type, p: Placeholders) -> str:
-    """`node` as it stands under a `parent` operator: parenthesised when it binds more loosely."""
+def grouped(node: Any, parent: type, p: Placeholders, right: bool = False) -> str:
+    """`node` as it stands under a `parent` operator: parenthesised when it binds more loosely, and as the right
+    operand of its own kind (`a AND (b AND c)`), so the text parses back into exactly this tree."""
     text = condition(node, p)
     kind = type(node)
-    # AND binds tighter than OR; anything looser than its parent (or any AND/OR under NOT) gets parentheses.
-    if (kind is Or and parent is not Or) or (kind is And and parent is Not):
+    # AND binds tighter than OR, NOT tighter than both; both are read left to right.
+    if (kind is Or and parent is not Or) or (kind is And and parent is Not) or (right and kind is parent):
         return f"({text})"
     return text
 
