@@ -282,7 +282,7 @@ def _update(engine: Any, statement: Update) -> Write:
     expression = render.update(statement.actions, p)
     condition = f"attribute_exists({p.name(table.key.hash_name)})"
     if rest:
-        condition += " AND " + render.grouped(conjoin(rest), And, p)
+        condition += " AND " + render.grouped(conjoin(rest), And, p, right=True)
     request: dict[str, Any] = {
         "TableName": table.name,
         "Key": key,
@@ -301,7 +301,7 @@ def _delete(engine: Any, statement: Delete) -> Write:
     request: dict[str, Any] = {"TableName": table.name, "Key": key}
     if rest:
         missing = f"attribute_not_exists({p.name(table.key.hash_name)})"
-        request["ConditionExpression"] = f"{missing} OR {render.grouped(conjoin(rest), Or, p)}"
+        request["ConditionExpression"] = f"{missing} OR {render.grouped(conjoin(rest), Or, p, right=True)}"
     if statement.returning is not None:
         request["ReturnValues"] = statement.returning
     return Write("DeleteItem", p.into(request), statement)
@@ -321,8 +321,8 @@ def _exists(engine: Any, statement: Exists) -> Write:
     p = render.Placeholders()
     hash_name = p.name(table.key.hash_name)
     if statement.negated:
-        condition = f"attribute_not_exists({hash_name}) OR {render.grouped(Not(conjoin(rest)), Or, p)}"
+        condition = f"attribute_not_exists({hash_name}) OR {render.grouped(Not(conjoin(rest)), Or, p, right=True)}"
     else:
-        condition = f"attribute_exists({hash_name}) AND {render.grouped(conjoin(rest), And, p)}"
+        condition = f"attribute_exists({hash_name}) AND {render.grouped(conjoin(rest), And, p, right=True)}"
     request = {"TableName": table.name, "Key": key, "ConditionExpression": condition}
     return Write("ConditionCheck", p.into(request), statement)
