@@ -226,6 +226,15 @@ def test_only_a_where_clause_without_a_pinned_partition_scans(dynamodb, unique_t
     assert units("pk = 'p1' OR f = 'nope'") == (4.0, 1)
 
 
+def test_an_in_list_reads_at_most_fifty_partitions(dynamodb, music):
+    # Why: IN takes "at max 50 hash attribute values"; more is refused before anything is read.
+    values = ", ".join(f"'v{i}'" for i in range(51))
+    error = refusal(run, client=dynamodb, statement=f"SELECT * FROM \"{music}\" WHERE pk IN [{values}]")
+    assert error["Error"]["Message"] == "Too many decomposed read operations for a given query."
+    fifty = ", ".join(f"'v{i}'" for i in range(50))
+    assert run(dynamodb, f"SELECT * FROM \"{music}\" WHERE pk IN [{fifty}]")["Items"] == []
+
+
 def test_limit_and_next_token_page_through_every_item(dynamodb, music):
     # Why: Limit bounds the items read per call; NextToken resumes where the previous page stopped.
     pk = fresh()

@@ -5,11 +5,11 @@ Theory of operation: `MrscRequests.answer(headers, query_string, raw)` is a gene
 `wire.answer` does, then either answers at once (everything the engine serves locally) or yields a list of `Wait`s:
 the node operations the request needs (one `submit_write` per item write of PutItem, UpdateItem, DeleteItem or
 BatchWriteItem on a strong table; a `submit_read` per strongly consistent GetItem or BatchGetItem key; one
-`submit_range_read` for a strongly consistent Query or Scan). A PartiQL request (ExecuteStatement,
-BatchExecuteStatement, ExecuteTransaction) is the item operations its statements stand for (engine/partiql/), each
-routed here in turn: an UPDATE on a strong table is an UpdateItem that waits for the commit protocol. Its host submits every `Wait` of the list together,
+`submit_range_read` for a strongly consistent Query or Scan). Its host submits every `Wait` of the list together,
 collects the outcomes, sends them back in the same order, and finally gets `(status, body)` as the generator's
-return value. Outcomes are the node's `(outcome, detail)` ("ok", "rwce", "error", "in-doubt", "timeout"); a host
+return value. A PartiQL request (ExecuteStatement, BatchExecuteStatement, ExecuteTransaction) is the item
+operations its statements stand for (engine/partiql/), each routed here in turn: an UPDATE on a strong table is an
+UpdateItem that waits for the commit protocol. Outcomes are the node's `(outcome, detail)` ("ok", "rwce", "error", "in-doubt", "timeout"); a host
 that gives up on an operation (its guard past `timeout_ms`) sends ("in-doubt", None). An exception raised while
 submitting is thrown into the generator, which answers it as a 500 like any other bug.
 

@@ -9,7 +9,7 @@ Rules, after AWS's PartiQL reference for DynamoDB (ql-reference.select/insert/up
   is pinned is the statement a Scan (the whole WHERE as its filter): "Using the SELECT statement can result in a
   full table scan if an equality or IN condition with a partition key is not provided in the WHERE clause".
   Conjuncts a Query's filter may not hold (a second condition on a key attribute) are checked on the returned items
-  (`post_filter`), by the same evaluator.
+  (`post_filter`), by the same evaluator. At most 50 partitions: "at max 50 hash attribute values" (ql-operators).
 - INSERT is PutItem under attribute_not_exists(partition key): an existing key is DuplicateItemException.
 - UPDATE is UpdateItem of the item the WHERE clause's key equalities name, under attribute_exists(partition key)
   AND the other conjuncts: an item that does not exist or does not satisfy them is ConditionalCheckFailedException
@@ -34,6 +34,10 @@ from .statements import Delete, Exists, Insert, Select, Update
 
 INCOMPLETE_KEY = "Where clause does not contain a mandatory equality on all key attributes"
 CONSISTENT_READ_ON_GSI = "Strongly consistent read is not supported on Global Secondary Indexes"
+# "IN ... (at max 50 hash attribute values or at max 100 non-key attribute values)" (ql-operators.html); the
+# expression grammar refuses the longer non-key lists itself.
+MAX_PARTITIONS = 50
+TOO_MANY_READS = "Too many decomposed read operations for a given query."
 _MIRRORED = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _SORT_OPERATORS = frozenset(_MIRRORED)
 
@@ -135,6 +139,8 @@ def plan_select(engine: Any, select: Select, consistent: bool) -> Read:
         if partitions is not None:
             nodes = nodes[:i] + nodes[i + 1 :]
             break
+    if partitions is not None and len(partitions) > MAX_PARTITIONS:
+        raise ValidationException(TOO_MANY_READS)
     _check_order(select, key, partitions is not None)
     base: dict[str, Any] = {"TableName": table.name}
     if select.index is not None:

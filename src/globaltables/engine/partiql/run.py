@@ -120,7 +120,12 @@ BATCH_ERROR_CODES = {
     "AccessDeniedException": "AccessDenied",
     "DuplicateItemException": "DuplicateItem",
 }
-TRANSACTION_ACTIONS = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete", "ConditionCheck": "ConditionCheck"}
+TRANSACTION_ACTIONS = {
+    "PutItem": "Put",
+    "UpdateItem": "Update",
+    "DeleteItem": "Delete",
+    "ConditionCheck": "ConditionCheck",
+}
 
 
 def steps(engine: Any, operation: str, request: Any) -> Steps:
