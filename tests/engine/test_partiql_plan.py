@@ -124,3 +124,20 @@ def test_refused_writes_change_nothing(engine):
         {"Statement": "UPDATE Songs SET v = 1 WHERE pk = 'a'"}, {"Statement": "INSERT INTO Nope VALUE {'pk': 'a'}"}]})  # fmt: skip
     assert [r["Error"]["Code"] for r in batch["Responses"]] == ["ValidationError", "ResourceNotFound"]
     assert call(engine, "Scan", {"TableName": "Songs"})["Items"] == before
+
+
+def test_order_by_orders_partitions_by_the_partition_key_and_sort_keys_within(engine):
+    # Why: with several partitions pinned, ORDER BY must name the partition key; its direction orders the Queries.
+    statement = "SELECT pk, sk FROM Songs WHERE pk IN ['a', 'b'] AND sk < 2 ORDER BY pk DESC, sk DESC"
+    items = call(engine, "ExecuteStatement", {"Statement": statement})["Items"]
+    assert [(i["pk"]["S"], i["sk"]["N"]) for i in items] == [("b", "1"), ("b", "0"), ("a", "1"), ("a", "0")]
+    refused = error_of(engine, "ExecuteStatement", {"Statement": "SELECT * FROM Songs WHERE pk IN ['a', 'b'] ORDER BY sk"})
+    assert refused.message == (
+        "Must have hash key in ORDER BY clause when more than one hash key condition specified in WHERE clause."
+    )
+    refused = error_of(engine, "ExecuteStatement", {"Statement": "SELECT * FROM Songs WHERE pk = 'a' ORDER BY owner"})
+    assert refused.message == "Variable reference owner in ORDER BY clause must be part of the primary key"
+    refused = error_of(engine, "ExecuteStatement", {"Statement": "SELECT * FROM Songs WHERE sk = 1 ORDER BY sk"})
+    assert refused.message == (
+        "Must have at least one non-optional hash key condition in WHERE clause when using ORDER BY clause."
+    )

@@ -29,6 +29,7 @@ from ..errors import ValidationException
 from ..expressions import condition_paths
 from ..expressions.ast import And, Between, Comparison, FunctionCall, In, Not, Or, Path, Value
 from ..schema import KeySchema
+from ..values import encode_key_value
 from . import render
 from .statements import Delete, Exists, Insert, Select, Update
 
@@ -141,7 +142,7 @@ def plan_select(engine: Any, select: Select, consistent: bool) -> Read:
             break
     if partitions is not None and len(partitions) > MAX_PARTITIONS:
         raise ValidationException(TOO_MANY_READS)
-    _check_order(select, key, partitions is not None)
+    partitions = _check_order(select, key, partitions)
     base: dict[str, Any] = {"TableName": table.name}
     if select.index is not None:
         base["IndexName"] = select.index
@@ -224,14 +225,26 @@ def _sort_condition(node: Any, range_name: str) -> Any:
     return None
 
 
-def _check_order(select: Select, key: KeySchema, pinned: bool) -> None:
+def _check_order(select: Select, key: KeySchema, partitions: list[dict] | None) -> list[dict] | None:
+    """ORDER BY's rules; the partitions in the order it asks for (by partition key value when it names it)."""
     for name, _ascending in select.order:
         if name not in key.names:
             raise ValidationException(f"Variable reference {name} in ORDER BY clause must be part of the primary key")
-    if select.order and not pinned:
+    if not select.order:
+        return partitions
+    if partitions is None:
         raise ValidationException(
             "Must have at least one non-optional hash key condition in WHERE clause when using ORDER BY clause."
         )
+    by_hash = [ascending for name, ascending in select.order if name == key.hash_name]
+    if len(partitions) > 1 and not by_hash:
+        raise ValidationException(
+            "Must have hash key in ORDER BY clause when more than one hash key condition specified in WHERE clause."
+        )
+    if by_hash:
+        ordered = sorted(partitions, key=lambda value: encode_key_value(value))
+        return ordered if by_hash[0] else ordered[::-1]
+    return partitions
 
 
 def plan_key_read(engine: Any, select: Select, refusal: str, index_refusal: str) -> tuple[dict, Any]:
