@@ -12,6 +12,7 @@ A character no rule accepts is an INVALID token, so the parser reports it where 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 IDENT = "IDENT"  # an unquoted identifier or keyword
@@ -48,8 +49,10 @@ _TOKEN_RE = re.compile(
 )
 
 
-def tokenize(text: str) -> list[Token]:
-    """Every token of `text` (whitespace and `--` comments dropped), ending with an EOF token."""
+@lru_cache(maxsize=1024)
+def tokenize(text: str) -> tuple[Token, ...]:
+    """Every token of `text` (whitespace and `--` comments dropped), ending with an EOF token. Cached: applications
+    send the same statement text with different `?` parameters."""
     tokens = []
     for match in _TOKEN_RE.finditer(text):
         kind = match.lastgroup
@@ -62,4 +65,4 @@ def tokenize(text: str) -> list[Token]:
             raw = raw[1:-1].replace("''", "'")
         tokens.append(Token(kind, raw, match.start()))
     tokens.append(Token(EOF, "<EOF>", len(text)))
-    return tokens
+    return tuple(tokens)

@@ -82,7 +82,7 @@ def parse_statement(text: str, parameters: list | None = None) -> Statement:
 
 class _Parser:
     def __init__(self, text: str, parameters: list) -> None:
-        self.tokens: list[Token] = tokenize(text)
+        self.tokens: tuple[Token, ...] = tokenize(text)
         self.pos = 0
         self.parameters = parameters
         self.used = 0

@@ -22,7 +22,7 @@ Rules, after AWS's PartiQL reference for DynamoDB (ql-reference.select/insert/up
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationException
@@ -60,7 +60,6 @@ class Write:
 
     operation: str  # PutItem, UpdateItem, DeleteItem or ConditionCheck (transactions only)
     request: dict
-    statement: Any = field(repr=False, default=None)
 
 
 # ------------------------------------------------------------------------------------------------------- helpers
@@ -291,7 +290,7 @@ def _insert(engine: Any, statement: Insert) -> Write:
         "Item": statement.item,
         "ConditionExpression": f"attribute_not_exists({p.name(table.key.hash_name)})",
     }
-    return Write("PutItem", p.into(request), statement)
+    return Write("PutItem", p.into(request))
 
 
 def _update(engine: Any, statement: Update) -> Write:
@@ -310,7 +309,7 @@ def _update(engine: Any, statement: Update) -> Write:
     }
     if statement.returning is not None:
         request["ReturnValues"] = statement.returning
-    return Write("UpdateItem", p.into(request), statement)
+    return Write("UpdateItem", p.into(request))
 
 
 def _delete(engine: Any, statement: Delete) -> Write:
@@ -323,7 +322,7 @@ def _delete(engine: Any, statement: Delete) -> Write:
         request["ConditionExpression"] = f"{missing} OR {render.grouped(conjoin(rest), Or, p, right=True)}"
     if statement.returning is not None:
         request["ReturnValues"] = statement.returning
-    return Write("DeleteItem", p.into(request), statement)
+    return Write("DeleteItem", p.into(request))
 
 
 def _exists(engine: Any, statement: Exists) -> Write:
@@ -344,4 +343,4 @@ def _exists(engine: Any, statement: Exists) -> Write:
     else:
         condition = f"attribute_exists({hash_name}) AND {render.grouped(conjoin(rest), And, p, right=True)}"
     request = {"TableName": table.name, "Key": key, "ConditionExpression": condition}
-    return Write("ConditionCheck", p.into(request), statement)
+    return Write("ConditionCheck", p.into(request))
