@@ -7,9 +7,11 @@ import pytest
 
 from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
+from globaltables.engine.errors import DynamoError
 from globaltables.engine.partiql import parse_statement
 from globaltables.engine.partiql.plan import plan_select, plan_write
 from globaltables.runtime.clock import ManualClock
+from globaltables.runtime.rng import Rng
 
 
 @pytest.fixture
@@ -141,3 +143,35 @@ def test_order_by_orders_partitions_by_the_partition_key_and_sort_keys_within(en
     assert refused.message == (
         "Must have at least one non-optional hash key condition in WHERE clause when using ORDER BY clause."
     )
+
+
+SOUP = [
+    "SELECT", "INSERT", "INTO", "UPDATE", "DELETE", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "IS", "MISSING", "NULL",
+    "BETWEEN", "SET", "REMOVE", "VALUE", "RETURNING", "ALL", "OLD", "NEW", "MODIFIED", "EXISTS", "ORDER", "BY", "DESC",
+    "Songs", '"Songs"', '"by-owner"', "pk", "sk", "owner", "a", "b", "'a'", "'x''y'", "1", "-2", "3.5e2", "?", "*",
+    "=", "<>", "!=", "<", ">=", "+", "-", ",", ".", "(", ")", "[", "]", "{", "}", ":", "<<", ">>", ";", "'", '"',
+    "size", "begins_with", "contains", "attribute_type", "list_append", "set_add", "set_delete", "TRUE", "`", "\\",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_token_soup_is_answered_with_dynamodb_errors_never_a_crash(engine, seed):
+    # Why: a malformed statement gets a DynamoDB-shaped error (any other exception would be a 500), and a read
+    # changes nothing.
+    rng = Rng(f"partiql-soup-{seed}")
+    starts = ["SELECT * FROM Songs WHERE", "UPDATE Songs SET", "DELETE FROM Songs WHERE", "INSERT INTO Songs VALUE", ""]
+    text = " ".join([rng.choice(starts)] + [rng.choice(SOUP) for _ in range(rng.randrange(1, 12))])
+    parameters = [rng.choice(({"S": "a"}, {"N": "1"}, {"L": [{"S": "a"}]})) for _ in range(text.count("?"))]
+    request = {"Statement": text, **({"Parameters": parameters} if parameters else {})}
+    before = call(engine, "Scan", {"TableName": "Songs"})["Items"]
+    operation = rng.choice(("ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"))
+    if operation == "BatchExecuteStatement":
+        request = {"Statements": [request]}
+    elif operation == "ExecuteTransaction":
+        request = {"TransactStatements": [request]}
+    try:
+        engine.handle(operation, request)
+    except DynamoError:
+        pass
+    if text.startswith("SELECT"):
+        assert call(engine, "Scan", {"TableName": "Songs"})["Items"] == before, text  # a read never writes
