@@ -167,6 +167,20 @@ def test_delete_insert_and_exists():
 # ------------------------------------------------------------------------------------------------------- errors
 
 
+def test_deep_nesting_is_refused_before_it_could_exhaust_the_stack():
+    # Why: an 8 KB statement of parentheses or brackets must be a ValidationException, not a RecursionError (a 500).
+    assert refused("SELECT * FROM t WHERE " + "(" * 4000 + "a = 1" + ")" * 4000) == (
+        "Statement wasn't well formed, can't be processed: Expression nested too deeply"
+    )
+    assert refused("SELECT * FROM t WHERE " + "NOT " * 2000 + "a = 1") == (
+        "Statement wasn't well formed, can't be processed: Expression nested too deeply"
+    )
+    assert refused("INSERT INTO t VALUE {'a': " + "[" * 4000 + "]" * 4000 + "}") == (
+        "Nesting Levels have exceeded supported limits"
+    )
+    parse_statement("SELECT * FROM t WHERE " + "(" * 90 + "a = 1" + ")" * 90)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

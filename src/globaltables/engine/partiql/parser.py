@@ -55,6 +55,12 @@ from .lexer import EOF, IDENT, NUMBER, PARAM, PUNCT, QUOTED, STRING, Token, toke
 from .statements import Delete, Exists, Insert, Select, Statement, Update
 
 MAX_STATEMENT_CHARS = 8192
+# How deep the parser follows parentheses and NOTs (as the expression grammar does), and literals inside literals
+# (past DynamoDB's 32 levels, which normalize_value refuses in its own words), before refusing the statement: keeps
+# recursion far from Python's limit for any 8 KB statement.
+MAX_NESTING = 100
+MAX_VALUE_NESTING = 40
+NESTING_LEVELS = "Nesting Levels have exceeded supported limits"
 RETURNING = {
     ("ALL", "OLD"): "ALL_OLD",
     ("MODIFIED", "OLD"): "UPDATED_OLD",
@@ -86,6 +92,7 @@ class _Parser:
         self.pos = 0
         self.parameters = parameters
         self.used = 0
+        self.depth = 0
 
     # ------------------------------------------------------------------------------------------------ tokens
 
@@ -344,15 +351,25 @@ class _Parser:
             node = And(node, self.negation())
         return node
 
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise malformed("Expression nested too deeply")
+
     def negation(self) -> Any:
         if self.keyword("NOT"):
-            return Not(self.negation())
+            self.enter()
+            node = Not(self.negation())
+            self.depth -= 1
+            return node
         return self.predicate()
 
     def predicate(self) -> Any:
         if self.punct("("):
+            self.enter()
             node = self.condition()
             self.expect_punct(")")
+            self.depth -= 1
             return node
         token = self.token
         if token.kind == IDENT and self.tokens[self.pos + 1].text == "(":
@@ -482,8 +499,10 @@ class _Parser:
 
     # ------------------------------------------------------------------------------------------------ values
 
-    def value(self) -> dict:
-        """One literal (or parameter) as an AttributeValue, not yet normalised."""
+    def value(self, depth: int = 1) -> dict:
+        """One literal (or parameter) as an AttributeValue, not yet normalised; `depth`: its nesting level."""
+        if depth > MAX_VALUE_NESTING:
+            raise ValidationException(NESTING_LEVELS)
         token = self.advance()
         kind = token.kind
         if kind == STRING:
@@ -507,21 +526,21 @@ class _Parser:
             if word == "MISSING":
                 raise ValidationException("MISSING must be compared using IS operator")
         if kind == PUNCT and token.text == "{":
-            return {"M": self.tuple_rest()}
+            return {"M": self.tuple_rest(depth)}
         if kind == PUNCT and token.text == "[":
             entries = []
             if not self.punct("]"):
-                entries.append(self.value())
+                entries.append(self.value(depth + 1))
                 while self.punct(","):
-                    entries.append(self.value())
+                    entries.append(self.value(depth + 1))
                 self.expect_punct("]")
             return {"L": entries}
         if kind == PUNCT and token.text == "<<":
-            return self.set_rest()
+            return self.set_rest(depth)
         self.pos -= 1 if kind != EOF else 0
         raise self.unexpected()
 
-    def tuple_rest(self) -> dict:
+    def tuple_rest(self, depth: int) -> dict:
         members: dict[str, dict] = {}
         if self.punct("}"):
             return members
@@ -532,18 +551,18 @@ class _Parser:
             self.expect_punct(":")
             if key.text in members:
                 raise ValidationException(f"Duplicate keys in tuple. Key: {key.text} under item")
-            members[key.text] = self.value()
+            members[key.text] = self.value(depth + 1)
             if not self.punct(","):
                 break
         self.expect_punct("}")
         return members
 
-    def set_rest(self) -> dict:
+    def set_rest(self, depth: int) -> dict:
         members = []
         if not self.punct(">>"):
-            members.append(self.value())
+            members.append(self.value(depth + 1))
             while self.punct(","):
-                members.append(self.value())
+                members.append(self.value(depth + 1))
             self.expect_punct(">>")
         if not members:
             raise ValidationException("Empty bags are not supported")
