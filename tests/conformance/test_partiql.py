@@ -313,6 +313,35 @@ def test_update_set_remove_and_collection_functions(dynamodb, music):
     assert get(dynamodb, music, pk, 1)["tags"] == {"SS": ["b"]}
 
 
+def test_update_nested_paths_and_list_elements(dynamodb, music):
+    # Why: SET and REMOVE take document paths; LIST_APPEND prepends with its operands swapped; a set emptied by
+    # SET_DELETE removes the attribute, as the item API's DELETE does.
+    pk = fresh()
+    dynamodb.put_item(
+        TableName=music,
+        Item={
+            "pk": {"S": pk},
+            "sk": {"N": "1"},
+            "detail": {"M": {"label": {"S": "Old"}, "years": {"L": [{"N": "1"}, {"N": "2"}, {"N": "3"}]}}},
+            "tags": {"SS": ["x"]},
+        },
+    )
+    run(
+        dynamodb,
+        f"UPDATE \"{music}\" SET detail.label = 'New', detail.\"first\" = list_append([0], detail.years) "
+        f"REMOVE detail.years[1] SET tags = set_delete(tags, <<'x'>>) WHERE pk = '{pk}' AND sk = 1",
+    )
+    item = get(dynamodb, music, pk, 1)
+    assert item["detail"] == {
+        "M": {
+            "label": {"S": "New"},
+            "years": {"L": [{"N": "1"}, {"N": "3"}]},
+            "first": {"L": [{"N": "0"}, {"N": "1"}, {"N": "2"}, {"N": "3"}]},
+        }
+    }
+    assert "tags" not in item
+
+
 def test_update_returning_forms(dynamodb, music):
     # Why: RETURNING ALL OLD / MODIFIED OLD / ALL NEW / MODIFIED NEW answer the item as UpdateItem's ReturnValues do.
     pk = fresh()

@@ -115,3 +115,18 @@ def test_a_partiql_transaction_on_a_strong_table_is_refused_like_transact_write_
     assert caught.value.response["Error"]["Code"] == "ValidationException"
     assert "multi-Region strong consistency" in caught.value.response["Error"]["Message"]
     assert strong_select(cluster.clients[A], name) == []
+
+
+def test_a_partiql_batch_on_a_strong_table_commits_each_write_and_reads_strongly(cluster):
+    # Why: each statement of a batch is its item operation under the commit protocol; a batch SELECT with
+    # ConsistentRead is a strong GetItem, so it sees writes acknowledged in the other replica.
+    names = [fresh("pqlbatch") for _ in range(3)]
+    answer = cluster.clients[A].batch_execute_statement(
+        Statements=[{"Statement": f"INSERT INTO \"{TABLE}\" VALUE {{'id': ?, 'v': 1}}", "Parameters": [{"S": n}]}
+                    for n in names]
+    )  # fmt: skip
+    assert answer["Responses"] == [{"TableName": TABLE}] * 3
+    reads = cluster.clients[B].batch_execute_statement(
+        Statements=[{"Statement": f"SELECT v FROM \"{TABLE}\" WHERE id = '{n}'", "ConsistentRead": True} for n in names]
+    )
+    assert reads["Responses"] == [{"TableName": TABLE, "Item": {"v": {"N": "1"}}}] * 3
