@@ -219,6 +219,9 @@ def test_only_a_where_clause_without_a_pinned_partition_scans(dynamodb, unique_t
         return response["ConsumedCapacity"]["CapacityUnits"], len(response["Items"])
 
     assert units("pk = 'p3'") == (0.5, 1)
+    consistent = run(dynamodb, f"SELECT pk FROM \"{table}\" WHERE pk = 'p3'", ConsistentRead=True,
+                     ReturnConsumedCapacity="TOTAL")  # fmt: skip
+    assert consistent["ConsumedCapacity"]["CapacityUnits"] == 1.0  # a strongly consistent read costs a whole unit
     assert units("pk = 'p3' AND f = 'nope'") == (0.5, 0)
     assert units("pk IN ['p1', 'p2']") == (1.0, 2)
     assert units("pk = 'p1' OR pk = 'p2'") == (1.0, 2)
