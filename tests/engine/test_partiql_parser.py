@@ -123,6 +123,30 @@ def test_parameters_bind_in_order_and_must_all_be_used():
     assert refused("SELECT * FROM t", [{"S": "x"}]) == "Number of parameters in request and statement don't match."
 
 
+def test_a_cached_statement_text_binds_each_requests_parameters_afresh():
+    # Why: the parse of a text is cached; each request's statement must carry its own values in fresh structures
+    # (an item stored in memory must never share a dict with another request's statement).
+    text = "INSERT INTO t VALUE {'pk': ?, 'm': {'k': 'v'}, 'l': [?]}"
+    first = parse_statement(text, [{"S": "a"}, {"N": "1"}])
+    second = parse_statement(text, [{"S": "b"}, {"N": "2"}])
+    assert first.item == {"pk": {"S": "a"}, "m": {"M": {"k": {"S": "v"}}}, "l": {"L": [{"N": "1"}]}}
+    assert second.item["pk"] == {"S": "b"} and second.item["l"] == {"L": [{"N": "2"}]}
+    assert first.item["m"] is not second.item["m"] and first.item["m"]["M"]["k"] is not second.item["m"]["M"]["k"]
+
+
+@pytest.mark.parametrize(
+    ("text", "parameters", "message"),
+    [
+        ("SELECT * FROM t WHERE a IN ?", [{"S": "x"}], "IN operator must have a left hand argument of type Variable Reference and right hand argument of type Seq with at least one member"),
+        ("UPDATE t SET a = set_add(a, ?) WHERE pk = 1", [{"S": "x"}], "The second argument to SET_ADD must be a value with type SET"),
+        ("INSERT INTO t VALUE {'a': <<?, 1>>}", [{"S": "x"}], "Unsupported data type in Bag. DynamoDB only supports either numbers or strings in bags"),
+        ("INSERT INTO t VALUE {'a': ?}", [{"N": "x"}], "A value provided cannot be converted into a number"),
+    ],
+)  # fmt: skip
+def test_parameter_values_are_checked_where_they_stand(text, parameters, message):
+    assert refused(text, parameters) == message
+
+
 # ------------------------------------------------------------------------------------------------------- writes
 
 

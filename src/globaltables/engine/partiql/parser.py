@@ -30,6 +30,8 @@ syntax, and its specific texts for well-formed statements it refuses.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Any
 
 from ..errors import ValidationException
@@ -79,19 +81,97 @@ def malformed(detail: str) -> ValidationException:
 
 def parse_statement(text: str, parameters: list | None = None) -> Statement:
     """The statement `text` says, with `parameters` (AttributeValues) in place of its `?`s."""
-    parser = _Parser(text, parameters or [])
-    statement = parser.statement()
-    if parser.used != len(parser.parameters):
+    template, slots = _template(text)
+    parameters = parameters or []
+    if slots != len(parameters):
         raise ValidationException(PARAMETER_COUNT)
-    return statement
+    return _bind(template, parameters)
+
+
+# ---------------------------------------------------------------------------------------------------- templates
+#
+# Applications send one statement text with different `?` parameters, so the parse of a text is cached as a
+# template: its literals are raw AttributeValues that may hold `Slot`s (parameters) and `SetLiteral`s (a set's kind
+# depends on its members, which may be parameters). `_bind` then builds the statement of one request: parameters in
+# place, every value normalised as the item API normalises it (fresh dicts: a cached template is never shared with
+# a stored item), and the checks that depend on parameter values.
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    index: int  # the `?`'s position among the statement's parameters
+
+
+@dataclass(frozen=True, slots=True)
+class SetLiteral:
+    members: tuple  # raw AttributeValues (or Slots)
+
+
+@lru_cache(maxsize=1024)
+def _template(text: str) -> tuple[Statement, int]:
+    parser = _Parser(text)
+    return parser.statement(), parser.slots
+
+
+def _bind(node: Any, parameters: list) -> Any:
+    kind = type(node)
+    if kind is Value:
+        return Value(normalize_value(_resolve(node.value, parameters)))
+    if kind is Path or node is None or kind in (str, int, bool):
+        return node
+    if kind is tuple:
+        return tuple(_bind(child, parameters) for child in node)
+    if kind is In and type(node.choices) is Slot:  # `a IN ?`: a list parameter of choices
+        choices = normalize_value(parameters[node.choices.index])
+        if "L" not in choices or not choices["L"]:
+            raise ValidationException(_INVALID_IN)
+        return In(_bind(node.operand, parameters), tuple(Value(v) for v in choices["L"]))
+    if kind is UpdateAction and node.kind in (ADD, DELETE):  # SET_ADD / SET_DELETE
+        value = _bind(node.value, parameters)
+        if next(iter(value.value)) not in ("SS", "NS", "BS"):
+            name = "SET_ADD" if node.kind == ADD else "SET_DELETE"
+            raise ValidationException(f"The second argument to {name} must be a value with type SET")
+        return UpdateAction(node.kind, node.path, value)
+    if kind is Insert:
+        return Insert(node.table, normalize_item(_resolve({"M": node.item}, parameters)["M"]))
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(field.name for field in fields(node))
+    return kind(*[_bind(getattr(node, name), parameters) for name in names])
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}  # the fields of each node type, in constructor order
+
+
+def _resolve(raw: Any, parameters: list) -> Any:
+    """A template's raw AttributeValue with its parameters in place, as a fresh structure."""
+    kind = type(raw)
+    if kind is Slot:
+        return parameters[raw.index]
+    if kind is SetLiteral:
+        members = [_resolve(member, parameters) for member in raw.members]
+        kinds = {next(iter(member)) for member in members if isinstance(member, dict) and len(member) == 1}
+        if len(kinds) == 1 and len(members) == sum(isinstance(m, dict) and len(m) == 1 for m in members):
+            (scalar,) = kinds
+            if scalar in ("S", "N", "B"):
+                return {scalar + "S": [member[scalar] for member in members]}
+        raise ValidationException(
+            "Unsupported data type in Bag. DynamoDB only supports either numbers or strings in bags"
+        )
+    if kind is dict and len(raw) == 1:
+        ((name, inner),) = raw.items()
+        if name == "M" and type(inner) is dict:
+            return {"M": {key: _resolve(value, parameters) for key, value in inner.items()}}
+        if name == "L" and type(inner) is list:
+            return {"L": [_resolve(value, parameters) for value in inner]}
+    return dict(raw) if kind is dict else raw
 
 
 class _Parser:
-    def __init__(self, text: str, parameters: list) -> None:
+    def __init__(self, text: str) -> None:
         self.tokens: tuple[Token, ...] = tokenize(text)
         self.pos = 0
-        self.parameters = parameters
-        self.used = 0
+        self.slots = 0  # the `?`s seen so far
         self.depth = 0
 
     # ------------------------------------------------------------------------------------------------ tokens
@@ -249,7 +329,7 @@ class _Parser:
             raise ValidationException("RETURNING is not supported in INSERT")
         if self.at_keyword("ON"):
             raise ValidationException('Invalid conflict action. Only "DO NOTHING" action is supported.')
-        return Insert(table, normalize_item(item["M"]))
+        return Insert(table, item["M"])  # normalised by _bind
 
     def update_rest(self) -> Update:
         table = self.name()
@@ -321,7 +401,7 @@ class _Parser:
             self.expect_punct(")")
             if first != path:
                 raise ValidationException(f"The first argument to {name} must equal the assignment value")
-            if not isinstance(second, Value) or next(iter(second.value)) not in ("SS", "NS", "BS"):
+            if not isinstance(second, Value):
                 raise ValidationException(f"The second argument to {name} must be a value with type SET")
             return UpdateAction(ADD if name == "SET_ADD" else DELETE, path, second)
         if name == "LIST_APPEND" and self.tokens[self.pos + 1].text == "(":
@@ -424,10 +504,7 @@ class _Parser:
     def in_list(self, left: Any) -> In:
         closing = {"[": "]", "(": ")"}.get(self.token.text) if self.token.kind == PUNCT else None
         if closing is None and self.token.kind == PARAM:
-            parameter = self.value()
-            if "L" not in parameter or not parameter["L"]:
-                raise ValidationException(_INVALID_IN)
-            return In(left, tuple(Value(v) for v in parameter["L"]))
+            return In(left, self.value())  # a Slot: _bind takes the choices from the parameter
         if closing is None or not isinstance(left, Path):
             raise ValidationException(_INVALID_IN)
         self.pos += 1
@@ -454,7 +531,7 @@ class _Parser:
             return self.path()
         if token.kind == IDENT and token.text.upper() == "MISSING":
             raise ValidationException("MISSING must be compared using IS operator")
-        return Value(normalize_value(self.value()))
+        return Value(self.value())  # raw: normalised by _bind
 
     # ----------------------------------------------------------------------------------------- names, paths
 
@@ -499,8 +576,9 @@ class _Parser:
 
     # ------------------------------------------------------------------------------------------------ values
 
-    def value(self, depth: int = 1) -> dict:
-        """One literal (or parameter) as an AttributeValue, not yet normalised; `depth`: its nesting level."""
+    def value(self, depth: int = 1) -> Any:
+        """One literal as a raw AttributeValue (a `Slot` for a parameter, a `SetLiteral` for a set); `depth`: its
+        nesting level."""
         if depth > MAX_VALUE_NESTING:
             raise ValidationException(NESTING_LEVELS)
         token = self.advance()
@@ -510,11 +588,8 @@ class _Parser:
         if kind == NUMBER:
             return {"N": token.text}
         if kind == PARAM:
-            if self.used >= len(self.parameters):
-                raise ValidationException(PARAMETER_COUNT)
-            parameter = self.parameters[self.used]
-            self.used += 1
-            return parameter
+            self.slots += 1
+            return Slot(self.slots - 1)
         if kind == PUNCT and token.text == "-" and self.token.kind == NUMBER:
             return {"N": "-" + self.advance().text}
         if kind == IDENT:
@@ -566,16 +641,7 @@ class _Parser:
             self.expect_punct(">>")
         if not members:
             raise ValidationException("Empty bags are not supported")
-        kinds = {next(iter(member)) for member in members if isinstance(member, dict) and member}
-        if kinds == {"S"}:
-            return {"SS": [m["S"] for m in members]}
-        if kinds == {"N"}:
-            return {"NS": [m["N"] for m in members]}
-        if kinds == {"B"}:
-            return {"BS": [m["B"] for m in members]}
-        raise ValidationException(
-            "Unsupported data type in Bag. DynamoDB only supports either numbers or strings in bags"
-        )
+        return SetLiteral(tuple(members))  # its kind, once parameters are in place: _resolve
 
 
 _INVALID_IN = (
