@@ -22,7 +22,8 @@ Grammar (AWS Developer Guide, "PartiQL select / insert / update / delete stateme
     tuple      := '{' string ':' value (',' string ':' value)* '}'
 
 Rules: keywords and function names match without regard to case; `?` takes the next of the request's Parameters
-(a count that differs is refused); `IS [NOT] MISSING` is attribute_not_exists / attribute_exists, `IS [NOT] NULL`
+(a count that differs is refused; the parse of a text is cached as a template, and each request's parameters are
+bound into it, see `_bind`); `IS [NOT] MISSING` is attribute_not_exists / attribute_exists, `IS [NOT] NULL`
 tests for the NULL type; SET_ADD / SET_DELETE become the update's ADD / DELETE actions. Failures are
 ValidationExceptions worded as DynamoDB words them: "Statement wasn't well formed, can't be processed: ..." for
 syntax, and its specific texts for well-formed statements it refuses.
