@@ -357,12 +357,12 @@ def test_boto3_error_is_parsed_with_code_and_request_id(dynamodb):
     assert REQUEST_ID.fullmatch(error["ResponseMetadata"]["RequestId"])
 
 
-def test_partiql_is_refused_clearly(dynamodb):
+def test_an_operation_globaltables_lacks_is_refused_by_name(dynamodb):
     with pytest.raises(ClientError) as caught:
-        dynamodb.execute_statement(Statement='SELECT * FROM "Orders"')
+        dynamodb.list_exports()
     error = caught.value.response
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
-    assert "PartiQL" in error["Error"]["Message"]
+    assert error["Error"]["Message"] == "ListExports is not supported by globaltables"
 
 
 @pytest.fixture(scope="module")

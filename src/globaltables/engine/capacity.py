@@ -122,3 +122,25 @@ def _index_units(table, index, old: dict | None, new: dict | None) -> float:
     if before == after:
         return 0.0
     return write_units(max(item_size(before), item_size(after)))
+
+
+def add_up(structures: list[dict | None]) -> list[dict]:
+    """ConsumedCapacity structures summed per table (first-seen order), every unit field at every level added: what
+    a PartiQL statement run as several item operations consumed in all."""
+    by_table: dict[str, dict] = {}
+    for structure in structures:
+        if not structure:
+            continue
+        into = by_table.setdefault(structure["TableName"], {})
+        _add_into(into, structure)
+    return list(by_table.values())
+
+
+def _add_into(into: dict, structure: dict) -> None:
+    for name, value in structure.items():
+        if isinstance(value, dict):
+            _add_into(into.setdefault(name, {}), value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            into[name] = into.get(name, 0.0) + value
+        else:
+            into[name] = value

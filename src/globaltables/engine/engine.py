@@ -38,6 +38,7 @@ DYNAMODB_OPERATIONS = frozenset(
     ["BatchExecuteStatement", "BatchGetItem", "BatchWriteItem", "CreateBackup", "CreateGlobalTable", "CreateTable", "DeleteBackup", "DeleteItem", "DeleteResourcePolicy", "DeleteTable", "DescribeBackup", "DescribeContinuousBackups", "DescribeContributorInsights", "DescribeEndpoints", "DescribeExport", "DescribeGlobalTable", "DescribeGlobalTableSettings", "DescribeImport", "DescribeKinesisStreamingDestination", "DescribeLimits", "DescribeTable", "DescribeTableReplicaAutoScaling", "DescribeTimeToLive", "DisableKinesisStreamingDestination", "EnableKinesisStreamingDestination", "ExecuteStatement", "ExecuteTransaction", "ExportTableToPointInTime", "GetItem", "GetResourcePolicy", "ImportTable", "ListBackups", "ListContributorInsights", "ListExports", "ListGlobalTables", "ListImports", "ListTables", "ListTagsOfResource", "PutItem", "PutResourcePolicy", "Query", "RestoreTableFromBackup", "RestoreTableToPointInTime", "Scan", "TagResource", "TransactGetItems", "TransactWriteItems", "UntagResource", "UpdateContinuousBackups", "UpdateContributorInsights", "UpdateGlobalTable", "UpdateGlobalTableSettings", "UpdateItem", "UpdateKinesisStreamingDestination", "UpdateTable", "UpdateTableReplicaAutoScaling", "UpdateTimeToLive"]
 )
 
+# PartiQL (engine/partiql/): a strong-mode region routes these itself, one item operation at a time.
 PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
 
 
@@ -129,10 +130,6 @@ class Engine:
         except ModuleNotFoundError as error:
             if error.name != path:
                 raise  # a module that exists but fails to import is a bug, not an unsupported operation
-            if operation in PARTIQL_OPERATIONS:
-                raise UnknownOperationException(
-                    f"{operation} (PartiQL) is not supported by globaltables; use the item and query operations"
-                ) from None
             raise UnknownOperationException(f"{operation} is not supported by globaltables") from None
         self._handlers[operation] = module.handle
         return module.handle

@@ -71,6 +71,13 @@ class ResourceNotFoundException(DynamoError):
     pass
 
 
+class DuplicateItemException(DynamoError):
+    """A PartiQL INSERT of a key that already holds an item (ql-reference.insert.html)."""
+
+    def __init__(self, message: str = "Duplicate primary key exists in table") -> None:
+        super().__init__(message)
+
+
 class ResourceInUseException(DynamoError):
     pass
 

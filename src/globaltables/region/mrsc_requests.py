@@ -7,7 +7,9 @@ the node operations the request needs (one `submit_write` per item write of PutI
 BatchWriteItem on a strong table; a `submit_read` per strongly consistent GetItem or BatchGetItem key; one
 `submit_range_read` for a strongly consistent Query or Scan). Its host submits every `Wait` of the list together,
 collects the outcomes, sends them back in the same order, and finally gets `(status, body)` as the generator's
-return value. Outcomes are the node's `(outcome, detail)` ("ok", "rwce", "error", "in-doubt", "timeout"); a host
+return value. A PartiQL request (ExecuteStatement, BatchExecuteStatement, ExecuteTransaction) is the item
+operations its statements stand for (engine/partiql/), each routed here in turn: an UPDATE on a strong table is an
+UpdateItem that waits for the commit protocol. Outcomes are the node's `(outcome, detail)` ("ok", "rwce", "error", "in-doubt", "timeout"); a host
 that gives up on an operation (its guard past `timeout_ms`) sends ("in-doubt", None). An exception raised while
 submitting is thrown into the generator, which answers it as a 500 like any other bug.
 
@@ -28,7 +30,10 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import strong_requests, table_arns
+import orjson
+
+from ..engine import partiql, strong_requests, table_arns
+from ..engine.engine import PARTIQL_OPERATIONS
 from ..engine.errors import (
     DynamoError,
     InternalServerError,
@@ -109,6 +114,8 @@ class MrscRequests:
 
     def _route(self, operation: str, request: Any) -> Steps:
         engine = self.engine
+        if operation in PARTIQL_OPERATIONS:
+            return (yield from self._partiql(operation, request))
         if operation in strong_requests.WRITE_OPERATIONS and strong_requests.touches_strong(engine, operation, request):
             return (yield from self._write(operation, request))
         consistent = isinstance(request, dict) and request.get("ConsistentRead") is True
@@ -119,6 +126,23 @@ class MrscRequests:
         if consistent and operation in ("Query", "Scan") and self._strong(request):
             return (yield from self._strong_range(operation, request))
         return engine.handle(operation, request)
+
+    def _partiql(self, operation: str, request: Any) -> Steps:
+        """A PartiQL request: each item operation its statements stand for (engine/partiql/run.py) takes this
+        path in turn, so a PartiQL write on a strong table waits for the commit protocol (and a conflict is
+        ReplicatedWriteConflictException) and a consistent SELECT is a strong read, as their item API forms are."""
+        generator = partiql.steps(self.engine, operation, request)
+        try:
+            call = next(generator)
+            while True:
+                try:
+                    response = yield from self._route(*call)
+                except DynamoError as error:
+                    call = generator.throw(error)
+                else:
+                    call = generator.send(response)
+        except StopIteration as done:
+            return done.value
 
     # ------------------------------------------------------------------------------------------------ helpers
 

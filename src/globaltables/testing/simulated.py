@@ -46,7 +46,11 @@ from .handoff import Conductor
 from .harness import Harness, check_impairments
 
 ENDPOINT = "http://{region}.sim.globaltables.invalid"
-WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+# Operations that may commit writes (PartiQL's may: a SELECT merely wakes replication for nothing).
+WRITE_OPERATIONS = frozenset(
+    {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "ExecuteStatement",
+     "BatchExecuteStatement", "ExecuteTransaction"}
+)  # fmt: skip
 TTL_SWEEP_LIMIT = 500
 
 _session: Any = None
