@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..chaos.conditions import register_condition
 from ..chaos.history import History
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
@@ -199,7 +200,10 @@ class MrscCluster:
             }  # fmt: skip
         else:
             request = {"TableName": table, "Key": key, **extra}
-        op = self.history.invoke(process, region, f, table, key, value)
+        condition = register_condition(
+            extra.get("ConditionExpression"), extra.get("ExpressionAttributeNames"), [*key, "value"]
+        )
+        op = self.history.invoke(process, region, f, table, key, value, condition=condition)
         member = self.members[region]
         if not member.up or member.engine is None:
             self.history.fail(op, "ConnectionRefused")

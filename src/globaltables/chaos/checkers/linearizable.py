@@ -30,6 +30,9 @@ Rules
    writes its observations could have seen (every write whose value a read, a condition or a refusal in the set
    could have observed is in the set), so adding the key's other operations cannot explain it either. It is
    shrunk greedily (each operation left is needed) within a step budget, and printed as a sentence.
+7. A write whose record does not say what it wrote (the pytest kit's UpdateItem answered without a post-image is
+   recorded as its expression) is left out of the search: an in-doubt one may explain a read nothing else explains,
+   so an invalid search makes the key undecided, and an acknowledged one makes it undecided at once.
 Values are compared as canonical JSON, so {"S": "w-1"} from a write matches the same value read back.
 """
 
@@ -48,6 +51,7 @@ NAME = "linearizable"
 DEFAULT_BUDGET = 2_000_000
 EXPLAIN_BUDGET = 400_000  # steps spent shrinking one invalid key's explanation
 ABSENT = "<absent>"  # the register's value when the item does not exist
+UNSAID = "<unsaid>"  # a write whose record does not say the value it wrote (a described UpdateItem, rule 7)
 CCF = "ConditionalCheckFailedException"
 READ, WRITE, CAS, REFUSAL = "read", "write", "cas", "refusal"
 
@@ -72,8 +76,14 @@ class _Op:
         self.must = completion is not None and (completion.type == OK or kind == REFUSAL)
         if kind == READ:
             self.value = canonical(completion.value)
+        elif invoke.is_delete or kind == REFUSAL:
+            self.value = ABSENT  # a refusal writes nothing: only its condition matters
         else:
-            self.value = canonical(None if invoke.is_delete else invoke.value)
+            written = completion.value if completion is not None and completion.type == OK else None
+            if written is None:
+                written = invoke.value
+            described = invoke.f == "update" and isinstance(written, dict) and "update" in written
+            self.value = UNSAID if described else canonical(written)
         self.call = invoke.index
         self.ret: float | None = completion.index if self.must else None
         self.bit = 0
@@ -146,12 +156,16 @@ def check(
     start = canonical(initial)
     for (table, key), ops in sorted(per_key.items()):
         name = f"{table}[{key}]"
-        ops, n_dropped, n_closed = reduce_ops(ops)
+        unsaid = [op for op in ops if op.value == UNSAID]
+        if any(op.must for op in unsaid):
+            undecided.append(name)
+            continue
+        ops, n_dropped, n_closed = reduce_ops([op for op in ops if op.value != UNSAID])
         dropped += n_dropped
         closed += n_closed
         verdict, steps = search(ops, budget, start)
         steps_of[name] = steps
-        if verdict is None:
+        if verdict is None or (verdict is False and unsaid):
             undecided.append(name)
         elif not verdict:
             proof, minimal = explanation(ops, start) if explain else (ops, False)
