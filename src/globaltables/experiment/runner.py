@@ -260,8 +260,10 @@ def write_samples(path: Path, samples: list, origin: float) -> None:
             ])  # fmt: skip
 
 
-def check_results_dir(directory: Path, out: IO[str] = sys.stdout) -> int:
-    """`globaltables check --results DIR`: rerun the checkers on a finished run's history and final state."""
+def check_results_dir(directory: Path, out: IO[str] | None = None) -> int:
+    """`globaltables check --results DIR`: rerun the checkers on a finished run's history and final state; the
+    exit status of the verdicts (0 valid, 1 invalid, 2 unknown)."""
+    out = out if out is not None else sys.stdout
     try:
         results = json.loads((directory / "results.json").read_text())
         history = History.read_jsonl(directory / "history.jsonl")

@@ -142,7 +142,9 @@ def check(
     budget: int = DEFAULT_BUDGET,
     initial: Any = None,
     explain: bool = True,
+    reductions: bool = True,
 ) -> CheckResult:
+    """`reductions=False` searches the history exactly as recorded (rule 4 off): only for comparing searches."""
     read_fs = frozenset(reads)
     per_key: dict[tuple[str, str], list[_Op]] = {}
     for invoke, completion in history.pairs():
@@ -160,7 +162,8 @@ def check(
         if any(op.must for op in unsaid):
             undecided.append(name)
             continue
-        ops, n_dropped, n_closed = reduce_ops([op for op in ops if op.value != UNSAID])
+        ops = [op for op in ops if op.value != UNSAID]
+        ops, n_dropped, n_closed = reduce_ops(ops) if reductions else (ops, 0, 0)
         dropped += n_dropped
         closed += n_closed
         verdict, steps = search(ops, budget, start)
