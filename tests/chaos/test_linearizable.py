@@ -130,3 +130,112 @@ def test_budget_exhausted_is_unknown_never_pass():
     result = s.check(budget=5)
     assert not result.passed and "unknown" in result.detail, result
     assert s.check().passed
+
+
+# ------------------------------------------------------------------------- verdicts, reductions, CAS, proofs
+
+
+def test_an_exhausted_search_is_unknown_and_lists_its_keys_even_beside_an_invalid_key():
+    s = Script()
+    ops = [s.start(p, "put", f"v{p}") for p in range(12)]
+    for op in ops:
+        s.history.info(op)
+    s.get(100, "v3")
+    s.get(100, "v5")
+    unknown = s.check(budget=5)
+    assert unknown.verdict == "unknown" and not unknown.passed
+    assert unknown.undecided == ["Items[k]"], unknown
+    # A second key that is plainly not linearizable: the verdict is invalid, and the open key is still named.
+    op = s.history.invoke(200, "r", "put", T, "other", "x")
+    s.history.ok(op)
+    op = s.history.invoke(201, "r", "get", T, "other")
+    s.history.ok(op, value=None)
+    both = s.check(budget=5)
+    assert both.verdict == "invalid" and both.undecided == ["Items[k]"], both
+    assert [finding.key for finding in both.offending] == ["other"]
+    assert "Items[k]" in both.detail and "Items[k]" in str(both)
+
+
+def test_unobserved_in_doubt_writes_are_dropped_before_the_search():
+    s = Script()
+    # Forty in-doubt writes no read ever returned, all open to the end: today's search tries each at every step.
+    ops = [s.start(p, "put", f"lost{p}") for p in range(40)]
+    for op in ops:
+        s.history.info(op)
+    s.put(100, "a")
+    s.get(100, "a")
+    s.put(100, "b")
+    s.get(101, "b")
+    result = s.check(budget=2_000)
+    assert result.verdict == "valid", result
+    assert result.stats["dropped_info_writes"] == 40
+    assert result.stats["steps_max"] < 100
+
+
+def test_an_observed_in_doubt_write_is_closed_at_the_first_read_of_its_value():
+    s = Script()
+    w = s.start(1, "put", "a")
+    s.history.info(w)  # timed out, but a read returned its value: it took effect before that read returned
+    s.get(2, "a")
+    s.put(3, "b")
+    s.get(2, "b")
+    result = s.check()
+    assert result.passed and result.stats["closed_info_writes"] == 1, result
+    # Reading "a" again after "b" was read is still caught.
+    s.get(2, "a")
+    assert s.check().verdict == "invalid"
+
+
+def conditional(s, process, f, value, exists, outcome):
+    op = s.history.invoke(process, "r", f, T, K, value, condition={"exists": exists})
+    if outcome == "ok":
+        s.history.ok(op)
+    elif outcome == "ccf":
+        s.history.fail(op, "ConditionalCheckFailedException")
+    else:
+        s.history.info(op)
+
+
+def test_a_conditional_check_failed_is_a_read_that_found_the_condition_false():
+    s = Script()
+    s.put(1, "a")
+    conditional(s, 2, "update", "b", True, "ccf")  # attribute_exists refused though "a" was acknowledged
+    result = s.check()
+    assert result.verdict == "invalid", result
+    assert "ConditionalCheckFailed" in result.offending[0].detail
+    s = Script()
+    conditional(s, 2, "update", "b", True, "ccf")  # nothing written yet: a correct refusal
+    s.put(1, "a")
+    conditional(s, 2, "put", "c", False, "ccf")  # attribute_not_exists refused: the item exists, correct
+    assert s.check().passed
+
+
+def test_a_conditional_write_takes_effect_only_where_its_condition_holds():
+    s = Script()
+    conditional(s, 1, "update", "b", True, "ok")  # attribute_exists on a register that never held an item
+    assert s.check().verdict == "invalid"
+    s = Script()
+    s.put(1, "a")
+    conditional(s, 2, "put", "b", False, "ok")  # attribute_not_exists acknowledged though "a" exists
+    assert s.check().verdict == "invalid"
+    s = Script()
+    s.put(1, "a")
+    conditional(s, 2, "update", "b", True, "ok")
+    s.get(3, "b")
+    assert s.check().passed
+
+
+def test_an_invalid_key_is_explained_by_a_closed_minimal_set_of_operations():
+    s = Script()
+    for n in range(30):  # plenty of unrelated, linearizable traffic first
+        s.put(1, f"x{n}")
+        s.get(2, f"x{n}")
+    s.put(1, "a")
+    s.put(1, "b")
+    s.get(2, "a")  # stale: b was acknowledged before this read began
+    result = s.check()
+    (finding,) = result.offending
+    invocations = [op for op in finding.operations if op.type == "invoke"]
+    assert [(op.f, op.value) for op in invocations] == [("put", "a"), ("put", "b"), ("get", None)], finding
+    assert finding.detail.startswith("no order of these 3 operations is linearizable")
+    assert "returned 'a'" in finding.detail and "(1) before (2)" in finding.detail and "(2) before (3)" in finding.detail

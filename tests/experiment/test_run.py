@@ -15,6 +15,7 @@ import jsonschema
 import orjson
 import pytest
 
+from globaltables.chaos.history import History
 from globaltables.experiment.compare import compare
 from globaltables.experiment.results import SCHEMA
 from globaltables.experiment.runner import run_experiment
@@ -66,6 +67,11 @@ def test_a_short_run_writes_results_that_match_the_schema_and_pass_the_checkers(
                  "timeline.png", "replication_lag.png", "topology.png"):  # fmt: skip
         assert (out / name).stat().st_size > 0, name
     assert "all checks passed" in (out / "report.md").read_text()
+    assert {check["verdict"] for check in results["checks"]} == {"valid"}
+    # The load generator's history reads back record for record.
+    written = (out / "history.jsonl").read_bytes()
+    history = History.loads(written)
+    assert history.dumps() == written and history.pairs()
 
 
 def test_check_results_reruns_the_checkers_offline_and_can_fail(quickstart_run, tmp_path):

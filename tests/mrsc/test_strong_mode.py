@@ -268,3 +268,46 @@ def test_an_isolated_replica_fails_writes_with_500_while_the_other_commits(clust
     )
     assert cluster.clients[B].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
     assert cluster.clients[A].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
+
+
+def test_a_planted_refusal_without_confirmation_is_caught_by_the_checker(cluster):
+    """`/control/faults {"planted": ["ccf-without-confirmation"]}` makes A answer ConditionalCheckFailed from its
+    local copy without confirming it; with A cut from B, B's committed write has not reached A. The kit's recorder
+    records the condition, so the checker reads the refusal as a read of "no item" after the acknowledged write."""
+    from globaltables.chaos.checkers import linearizable
+    from globaltables.chaos.history import History
+    from globaltables.testing.recording import Recorder
+    from region_process import make_client
+
+    def scenario(name: str, planted: bool) -> History:
+        history = History()
+        recorder = Recorder(history, lambda _table, item: {"id": item["id"]})
+        clients = {region: make_client(cluster.endpoints[region]) for region in (A, B)}
+        for region, client in clients.items():
+            recorder.attach(client, region)
+        cluster.faults(A, {"planted": ["ccf-without-confirmation"] if planted else []})
+        cluster.faults(A, {"grudges": [B]})  # A and B cut from each other; both still reach the witness
+        cluster.faults(B, {"grudges": [A]})
+        try:
+            clients[B].put_item(TableName=TABLE, Item={**key(name), "value": {"S": "v1"}})
+            code = error_code(lambda: clients[A].update_item(
+                TableName=TABLE, Key=key(name), UpdateExpression="SET #v = :v", ConditionExpression="attribute_exists(id)",
+                ExpressionAttributeNames={"#v": "value"}, ExpressionAttributeValues={":v": {"S": "v2"}},
+            ))  # fmt: skip
+            assert code == ("ConditionalCheckFailedException" if planted else None), code
+        finally:
+            heal(cluster)
+            cluster.faults(A, {"planted": []})
+        clients[A].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)
+        return history
+
+    honest = linearizable.check(scenario(fresh("confirmed"), planted=False))
+    assert honest.verdict == "valid", honest
+    caught = linearizable.check(scenario(fresh("planted"), planted=True))
+    assert caught.verdict == "invalid", caught
+    assert "refused with ConditionalCheckFailed" in caught.offending[0].detail, caught
+
+
+def test_planted_bugs_are_refused_by_name(cluster):
+    code, answer = cluster.control(f"{cluster.endpoints[A]}/control/faults", {"planted": ["no-such-bug"]})
+    assert code == 400 and "ccf-without-confirmation" in str(answer), answer

@@ -24,7 +24,13 @@ JSONL schema (version 1), one object per line, every field always present, in th
   error    str|null   error type for fail / info
   mono     float|null monotonic seconds of the recorder's clock
   wall     float|null wall seconds of the recorder's clock
-Readers must ignore unknown fields, so fields can be added without breaking old histories.
+  condition json|null  a conditional write's condition on the item, as far as a checker can model it:
+                       {"exists": true|false} (attribute_exists / attribute_not_exists of an attribute every item
+                       has) or {"equals": value} (the written attribute equals value); null: unconditional, or a
+                       condition no checker models (chaos/conditions.py)
+Readers must ignore unknown fields, so fields can be added without breaking old histories; a field missing from an
+old history reads as null. A process written as a JSON array (the simulator's per-item sub-reads of a Query or
+Scan, `(process, i)`) reads back as a tuple, so it is the same process again.
 """
 
 from __future__ import annotations
@@ -38,7 +44,9 @@ import orjson
 from ..runtime.clock import Clock
 
 SCHEMA_VERSION = 1
-FIELDS = ("index", "type", "process", "region", "f", "table", "key", "value", "version", "error", "mono", "wall")
+FIELDS = (
+    "index", "type", "process", "region", "f", "table", "key", "value", "version", "error", "mono", "wall", "condition",
+)  # fmt: skip
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 COMPLETION_TYPES = frozenset({OK, FAIL, INFO})
 NEMESIS = "nemesis"
@@ -107,6 +115,7 @@ class Op:
         error: str | None = None,
         mono: float | None = None,
         wall: float | None = None,
+        condition: Any = None,
     ) -> None:
         self.index = index
         self.type = type
@@ -120,6 +129,7 @@ class Op:
         self.error = error
         self.mono = mono
         self.wall = wall
+        self.condition = condition
 
     @property
     def is_write(self) -> bool:
@@ -138,7 +148,10 @@ class Op:
 
     @classmethod
     def from_dict(cls, record: dict[str, Any]) -> Op:
-        return cls(**{name: record.get(name) for name in FIELDS})
+        op = cls(**{name: record.get(name) for name in FIELDS})
+        if isinstance(op.process, list):
+            op.process = _hashable(op.process)
+        return op
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Op):
@@ -159,7 +172,14 @@ class Op:
             parts.append(f"version={self.version}")
         if self.error is not None:
             parts.append(f"error={self.error}")
+        if self.condition is not None:
+            parts.append(f"condition={self.condition!r}")
         return f"Op({' '.join(parts)})"
+
+
+def _hashable(value: Any) -> Any:
+    """A JSON array (and arrays inside it) as a tuple: processes are dictionary keys."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
 class History:
@@ -195,6 +215,7 @@ class History:
         key: Any = None,
         value: Any = None,
         *,
+        condition: Any = None,
         mono: float | None = None,
         wall: float | None = None,
     ) -> Op:
@@ -204,7 +225,7 @@ class History:
         if process in self._outstanding:
             raise ValueError(f"process {process!r} already has an outstanding invocation {self._outstanding[process]}")
         mono, wall = self._times(mono, wall)
-        op = Op(len(self.ops), INVOKE, process, region, f, table, key, value, None, None, mono, wall)
+        op = Op(len(self.ops), INVOKE, process, region, f, table, key, value, None, None, mono, wall, condition)
         self.ops.append(op)
         self._outstanding[process] = op
         return op
@@ -231,7 +252,7 @@ class History:
         mono, wall = self._times(mono, wall)
         op = Op(
             len(self.ops), type, invocation.process, invocation.region, invocation.f, invocation.table,
-            invocation.key, value, version, error, mono, wall,
+            invocation.key, value, version, error, mono, wall, invocation.condition,
         )
         self.ops.append(op)
         return op

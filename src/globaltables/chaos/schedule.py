@@ -14,7 +14,9 @@
       from: 1s
       until: 30s
 
-`do:` verbs and their fields are chaos.faults' (the CLI's verbs). Every error names the file and the step, e.g.
+`do:` verbs and their fields are chaos.faults' (the CLI's verbs). Regions may be named by role or position
+(`replica[0]`, `region[2]`, `witness`, `replicas`, `all`, `others`: chaos.region_refs), so a schedule fits any
+topology; a step naming several regions that way becomes one fault per region or pair. Every error names the file and the step, e.g.
 `chaos/x.yaml: steps[2] (at 5s, do: partition): between[1]: unknown region 'eu-west-9'`, and the whole file is read
 before failing. Overlapping contradictory faults (two of the same link fault on one link, two of the same clock
 fault on one region, process faults on one region) are refused; partitions compose (their grudges are unioned).
@@ -33,6 +35,7 @@ import yaml
 from ..runtime.yaml_documents import load_yaml, one_line
 
 from .faults import LINK_VERBS, PARTITION_VERBS, Fault, FaultError, build, parse_duration
+from .region_refs import expand_step
 
 TOP_LEVEL = ("name", "description", "quiet", "duration", "steps", "nemesis")
 NEMESIS_FIELDS = ("seed", "kinds", "every", "for", "from", "until")
@@ -116,7 +119,8 @@ def parse_schedule(
             length = parse_duration(fields.pop("for"), "for") if "for" in fields else None
             if length is not None and length <= 0:
                 raise FaultError(f"for: must be positive, got {step['for']!r}")
-            faults.append((where, build(verb, fields, regions, witnesses=witnesses, at=at, duration=length)))
+            for concrete in expand_step(fields, regions, witnesses):
+                faults.append((where, build(verb, concrete, regions, witnesses=witnesses, at=at, duration=length)))
         except FaultError as error:
             errors.append(f"{source}: {where}: {error}")
     nemesis = document.get("nemesis")

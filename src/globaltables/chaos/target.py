@@ -135,6 +135,8 @@ class SimTarget:
         self.cluster = cluster
         self.regions = tuple(cluster.region_names)
         self._grudges: dict[str, frozenset[str]] = {}
+        self._links: dict[tuple[str, str], dict[str, Any]] = {}  # the controller's composed changes per link
+        self._paused: set[str] = set()
 
     def now(self) -> float:
         return self.cluster.now()
@@ -148,12 +150,15 @@ class SimTarget:
         self.cluster.network.set_grudges(self._grudges)
 
     def set_link(self, source: str, target: str, changes: Mapping[str, Any] | None) -> None:
+        self._links[(source, target)] = dict(changes or {})
         network = self.cluster.network
         network._faults.pop((source, target), None)  # back to the baseline, then apply the composed changes
         network._refresh(source, target)
+        changes = dict(changes or {})
+        if source in self._paused or target in self._paused:
+            changes["stalled"] = True  # a paused region neither hears nor says anything until it resumes
         if not changes:
             return
-        changes = dict(changes)
         network.set_link(source, target, network.link_settings(source, target).replace(**changes))
 
     def set_clock(self, region, offset_ms, bump_ms, drift_ppm, strobe) -> None:
@@ -174,11 +179,21 @@ class SimTarget:
         elif action == "restart":
             if not state.up:
                 state.start()
+        elif action in ("pause", "resume"):
+            # SIGSTOP as the network sees it: every link to and from the region holds its messages, and lets them
+            # go in order on resume (its own timers still run: a pause on the simulator is a stall of its links).
+            (self._paused.add if action == "pause" else self._paused.discard)(region)
+            for other in self.regions:
+                if other != region:
+                    for link in ((region, other), (other, region)):
+                        self.set_link(*link, self._links.get(link))
         else:
             raise TargetError(f"the simulator cannot {action} a region")
 
     def heal_all(self) -> None:
         self._grudges = {}
+        self._links.clear()
+        self._paused.clear()
         self.cluster.network.heal()
         for region in self.regions:
             self.cluster.clock(region).heal()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chaos.checkers.convergence import check_convergence
+from ..chaos.checkers.result import exit_status
 from ..chaos.controller import Controller
 from ..chaos.faults import FaultError, build, parse_duration
 from ..chaos.history import History, key_id
@@ -237,7 +238,7 @@ def run_check(topology_path: Path, data_dir: Path | None, timeout_s: float = QUI
         return 2
     print(f"quiescent after {waited:.2f} s")
     print(result)
-    return 0 if result.passed else 1
+    return exit_status([result])
 
 
 def parse_seconds(text: str) -> float:

@@ -8,7 +8,8 @@ run, with the reason, never with made-up numbers. Then `DIR/compare.json` (keyed
 write latency the floor the topology predicts: one round trip to the nearest other member (replica or witness),
 since a strongly consistent write needs a quorum of two.
 
-Exit status: 0 every mode ran and passed its checks, 1 a checker failed, 2 a mode could not run.
+Exit status: 0 every mode ran and its checks are valid, 1 a check is invalid, 2 a mode could not run or a check's
+verdict is unknown.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from typing import Any
 
 import yaml
 
+from ..chaos.checkers.result import INVALID, VALID, overall
 from ..runtime.yaml_documents import load_yaml
-
 from .runner import EXIT_CHECK_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, run_experiment
 from .topology import Topology, TopologyError, load_topology
 
+VERDICT_WORDS = {"valid": "all checks passed", "invalid": "CHECKS FAILED", "unknown": "CHECKS UNDECIDED"}
 WRITE_OPS = ("put", "update", "conditional_update", "delete")
 READ_OPS = ("get", "strong_get", "query")
 
@@ -68,7 +70,8 @@ def summarise(results: dict[str, Any], floors: dict[str, float] | None) -> dict[
     regions = sorted(latency)
     summary = {
         "ran": True,
-        "passed": all(check["passed"] for check in results["checks"]),
+        "passed": overall(results["checks"]) == VALID,
+        "verdict": overall(results["checks"]),
         "checks": results["checks"],
         "writes_ms": {region: _pick(latency, region, WRITE_OPS) for region in regions},
         "reads_ms": {region: _pick(latency, region, READ_OPS) for region in regions},
@@ -137,7 +140,7 @@ def render(document: dict[str, Any]) -> str:
         if not summary["ran"]:
             lines.append(f"- **{mode}: not run** — {summary['reason']}")
         else:
-            verdict = "all checks passed" if summary["passed"] else "CHECKS FAILED"
+            verdict = VERDICT_WORDS[summary.get("verdict") or (VALID if summary["passed"] else INVALID)]
             lines.append(f"- **{mode}**: {verdict}; full results in `{summary['results']}`")
     ran = {mode: summary for mode, summary in modes.items() if summary["ran"]}
     if not ran:
@@ -250,7 +253,7 @@ def compare_command(
         print(
             f"{mode}: "
             + (
-                "ran, checks " + ("passed" if summary["passed"] else "FAILED")
+                "ran, " + VERDICT_WORDS[summary.get("verdict") or (VALID if summary["passed"] else INVALID)]
                 if summary["ran"]
                 else f"not run — {summary['reason']}"
             )

@@ -14,7 +14,9 @@ Theory of operation
   chaos.history.DEFINITE_ERRORS (ConditionalCheckFailed, Validation, ReplicatedWriteConflict, ...) → fail;
   timeouts, 5xx and connection errors → info.
 - History names: put / update / delete / get / strong_get / query; a conditional_update is recorded as `update`
-  (it is a write for the checkers), its latency and errors under `conditional_update`.
+  (it is a write for the checkers) with the history condition {"exists": true} (its `attribute_exists(value)`:
+  every item written has `value`), so a ConditionalCheckFailed is checked as a read; its latency and errors are
+  under `conditional_update`.
 - Seeds: each region draws keys and operations from `rng.fork("workload/<region>")`, so `--seed` fixes what is asked
   (and when), not how the answers interleave.
 - Replication lag probe: every `lag_probe_interval_s` each region writes its own probe key and every other replica
@@ -46,6 +48,7 @@ TARGET_PREFIX = "DynamoDB_20120810."
 PROBE_POLL_S = 0.005
 PROBE_GIVE_UP_S = 30.0
 HISTORY_NAMES = {"conditional_update": "update"}
+HISTORY_CONDITIONS = {"conditional_update": {"exists": True}}
 
 
 @dataclass
@@ -265,7 +268,10 @@ class LoadGenerator:
             is_write = op in ("put", "update", "conditional_update", "delete")
             value = self._unique_value(region) if is_write and op != "delete" else None
             process = self._acquire_process(region)
-            invocation = self.history.invoke(process, region, HISTORY_NAMES.get(op, op), self.table, key, value)
+            invocation = self.history.invoke(
+                process, region, HISTORY_NAMES.get(op, op), self.table, key, value,
+                condition=HISTORY_CONDITIONS.get(op),
+            )  # fmt: skip
             self.sent += 1
             operation, body = self.request(op, key, value)
             answer = await self.call(region, operation, body)

@@ -12,7 +12,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..chaos.checkers.result import INVALID, UNKNOWN, overall, verdict_of
+from .proofs import proof_section
 from .topology import Topology
+
+HEADLINE = {"valid": "all checks passed", "invalid": "CHECKS FAILED", "unknown": "CHECKS UNDECIDED"}
 
 PLOTS = {
     "latency_cdf.png": "latency CDF per operation and region",
@@ -38,11 +42,21 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _verdict_cell(check: dict[str, Any]) -> str:
+    """valid / **invalid** / **unknown**, with the keys the check could not decide."""
+    verdict = verdict_of(check)
+    cell = f"**{verdict}**" if verdict in (INVALID, UNKNOWN) else verdict
+    undecided = check.get("undecided") or []
+    if undecided:
+        cell += " (undecided: " + ", ".join(undecided[:10]) + (" …" if len(undecided) > 10 else "") + ")"
+    return cell
+
+
 def render_markdown(results: dict[str, Any], drawn: dict[str, str]) -> str:
     w = results["workload"]
-    passed = all(check["passed"] for check in results["checks"])
+    verdict = overall(results["checks"])
     lines = [
-        f"# {results['topology']} — {results['mode'].upper()} — {'all checks passed' if passed else 'CHECKS FAILED'}",
+        f"# {results['topology']} — {results['mode'].upper()} — {HEADLINE[verdict]}",
         "",
         f"Seed {results['seed']}, started {results['started_at']}, {results['duration_s']:.1f} s measured after "
         f"{w['warmup_s']:.0f} s warm-up; {_fmt(w['rate_per_region'])} ops/s per region (open loop) on table "
@@ -55,7 +69,8 @@ def render_markdown(results: dict[str, Any], drawn: dict[str, str]) -> str:
         "",
         "| check | verdict | detail |",
         "| --- | --- | --- |",
-        *(f"| {c['name']} | {'PASS' if c['passed'] else '**FAIL**'} | {c['detail']} |" for c in results["checks"]),
+        *(f"| {c['name']} | {_verdict_cell(c)} | {c['detail']} |" for c in results["checks"]),
+        *proof_section(results["checks"], results.get("regions", [])),
         "",
         "Convergence: "
         + "; ".join(f"{_fmt(c['ms'])} ms after {c['after']}" for c in results["convergence_ms"])

@@ -153,8 +153,16 @@ SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "object",
-                "required": ["name", "passed", "detail"],
-                "properties": {"name": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}},
+                "required": ["name", "passed", "verdict", "detail", "undecided"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "passed": {"type": "boolean"},
+                    "verdict": {"enum": ["valid", "invalid", "unknown"]},
+                    "detail": {"type": "string"},
+                    "undecided": {"type": "array", "items": {"type": "string"}},
+                    "stats": {"type": "object"},
+                    "findings": {"type": "array"},
+                },
             },
         },
         "staleness": {

@@ -6,9 +6,9 @@ log_end on two consecutive polls of each region's /control/status, as `globaltab
 replica's final items (consistent Scans) → checkers (chaos/checkers: lww for MREC, convergence) → stop the regions →
 write DIR: results.json (docs/results.md), history.jsonl, final_state.jsonl, report.md, *.png, logs/.
 
-Exit status: 0 every checker passed, 1 a checker failed, 2 the run could not complete (bad files, regions that
-would not start, a mode the regions do not run). A bad `--chaos` schedule is refused with exit 2 before anything
-starts.
+Exit status: 0 every checker's verdict is valid, 1 one is invalid, 2 none is invalid but one is unknown (a search
+ran out of budget: its keys are listed) or the run could not complete (bad files, regions that would not start, a
+mode the regions do not run). A bad `--chaos` schedule is refused with exit 2 before anything starts.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import orjson
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.linearizable import check as check_linearizable
 from ..chaos.checkers.lww import check_lww
-from ..chaos.checkers.result import CheckResult
+from ..chaos.checkers.result import LABEL, CheckResult, exit_status, verdict_of
 from ..chaos.checkers.staleness import check_staleness
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
@@ -205,6 +205,19 @@ def run_checkers(mode: str, history: History, final_states: dict) -> list[CheckR
     return checks
 
 
+def check_summary(check: CheckResult, findings: int = 10) -> dict[str, Any]:
+    """A check as results.json keeps it: verdict, detail, undecided keys, stats and its first findings (each with
+    the history records that prove it, for the report's lanes)."""
+    summary = check.summary()
+    if check.offending:
+        summary["findings"] = [
+            {"table": f.table, "key": f.key, "problem": f.problem, "detail": f.detail,
+             "operations": [op.to_dict() for op in f.operations[:40]]}
+            for f in check.offending[:findings]
+        ]  # fmt: skip
+    return summary
+
+
 def read_final_states(path: Path) -> dict:
     """final_state.jsonl: one line per (region, table, key): {"region", "table", "key", "item"}."""
     states: dict[str, dict[str, dict[str, Any]]] = {}
@@ -244,8 +257,10 @@ def write_samples(path: Path, samples: list, origin: float) -> None:
             ])  # fmt: skip
 
 
-def check_results_dir(directory: Path, out: IO[str] = sys.stdout) -> int:
-    """`globaltables check --results DIR`: rerun the checkers on a finished run's history and final state."""
+def check_results_dir(directory: Path, out: IO[str] | None = None) -> int:
+    """`globaltables check --results DIR`: rerun the checkers on a finished run's history and final state; the
+    exit status of the verdicts (0 valid, 1 invalid, 2 unknown)."""
+    out = out if out is not None else sys.stdout
     try:
         results = json.loads((directory / "results.json").read_text())
         history = History.read_jsonl(directory / "history.jsonl")
@@ -256,7 +271,7 @@ def check_results_dir(directory: Path, out: IO[str] = sys.stdout) -> int:
     checks = run_checkers(results.get("mode", "mrec"), history, states)
     for check in checks:
         print(str(check), file=out)
-    return EXIT_PASSED if all(check.passed for check in checks) else EXIT_CHECK_FAILED
+    return exit_status(checks)
 
 
 # --------------------------------------------------------------------------------------------------- the run
@@ -367,8 +382,7 @@ async def run_experiment(
     from .report import write_report
 
     write_report(out_dir, results, topology, make_plots=make_plots)
-    passed = all(check["passed"] for check in results["checks"])
-    return RunOutcome(EXIT_PASSED if passed else EXIT_CHECK_FAILED, out_dir, results)
+    return RunOutcome(exit_status(results["checks"]), out_dir, results)
 
 
 async def _experiment(
@@ -507,7 +521,7 @@ async def _experiment(
             "lww_overwrites": max(0, applied - won),
             "replicated_records": applied,
         },
-        "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in checks],
+        "checks": [check_summary(c) for c in checks],
         "staleness": check_staleness(history)[1],
         "convergence_ms": convergence,
         "quiesced": waited is not None,
@@ -566,7 +580,7 @@ def run_command(
         print(f"globaltables run: {outcome.reason}", file=sys.stderr)
         return outcome.exit_code
     for check in outcome.results["checks"]:
-        print(f"{check['name']}: {'PASS' if check['passed'] else 'FAIL'} — {check['detail']}")
+        print(f"{check['name']}: {LABEL[verdict_of(check)]} — {check['detail']}")
     print(f"report: {outcome.out_dir / 'report.md'}")
     print(f"results: {outcome.out_dir / 'results.json'}")
     return outcome.exit_code

@@ -20,6 +20,10 @@
                                                                   replaces that peer's; null: none)
                            {"clock": {"drift_ppm": 200, "bump_ms": -300, "strobe": {"delta_ms": 200,
                                       "period_ms": 100} | null}}  clock faults under the HLC (region.skewed_clock)
+                           {"planted": ["ccf-without-confirmation"] | []}  strong mode only: bugs planted in
+                                                                  this member for tests that show a checker
+                                                                  catches them (replication/mrsc/node.py
+                                                                  PLANTED_BUGS); [] removes them
     POST /control/peers    {"endpoints": {"eu-west-1": "http://127.0.0.1:8001"}}   where peers listen
 
 Rules: a request without the secret (header `x-globaltables-secret`) is refused with 401 and changes nothing; a
@@ -36,12 +40,13 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ..replication.mrsc.node import PLANTED_BUGS
 from .control_steps import json_response
 from .http_transport import LinkDelay
 from .link_faults import LinkFault
 from .replication_host import ReplicationHost
 
-FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock")
+FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock", "planted")
 CLOCK_KEYS = ("drift_ppm", "bump_ms", "strobe")
 
 
@@ -149,8 +154,18 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             )
             if strobe[1] <= 0:
                 raise BadRequest("clock.strobe.period_ms: must be positive")
+        planted = None
+        if "planted" in body:
+            planted = body["planted"]
+            node = getattr(host, "node", None)
+            if not hasattr(node, "planted"):
+                raise BadRequest("planted: only a strong-mode (MRSC) region takes planted bugs")
+            if not isinstance(planted, list) or any(bug not in PLANTED_BUGS for bug in planted):
+                raise BadRequest(f"planted: expected a list of some of {', '.join(PLANTED_BUGS)}")
         if heal:
             host.heal()
+        if planted is not None:
+            host.node.planted = frozenset(planted)
         if grudges is not None:
             transport.set_grudges(grudges)
         for name, delay in latency.items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..chaos.conditions import register_condition
 from ..chaos.history import History
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
@@ -174,6 +175,18 @@ class MrscCluster:
             clock_offsets={region.name: region.clock_offset_ms / 1000 for region in topology.regions},
         )
 
+    # The shape chaos.target.SimTarget drives (as sim/cluster.py's SimCluster has it).
+
+    @property
+    def region_names(self) -> tuple[str, ...]:
+        return self.member_names
+
+    def region(self, name: str) -> _MemberProcess:
+        return _MemberProcess(self, name)
+
+    def clock(self, name: str) -> SimClock:
+        return self.members[name].clock
+
     def others(self, name: str) -> list[str]:
         """The other two members, nearest first (by the links' configured latency), ties by name."""
         rest = [m for m in self.member_names if m != name]
@@ -199,7 +212,10 @@ class MrscCluster:
             }  # fmt: skip
         else:
             request = {"TableName": table, "Key": key, **extra}
-        op = self.history.invoke(process, region, f, table, key, value)
+        condition = register_condition(
+            extra.get("ConditionExpression"), extra.get("ExpressionAttributeNames"), [*key, "value"]
+        )
+        op = self.history.invoke(process, region, f, table, key, value, condition=condition)
         member = self.members[region]
         if not member.up or member.engine is None:
             self.history.fail(op, "ConnectionRefused")
@@ -414,6 +430,24 @@ class MrscCluster:
             items = engine.handle("Scan", {"TableName": self.table_name}).get("Items", [])
             out[name] = {orjson_key(item["pk"]): item for item in items}
         return out
+
+
+class _MemberProcess:
+    """A member as a chaos target's process: crash and start go through the cluster (which completes the
+    member's in-flight client operations as in doubt)."""
+
+    def __init__(self, cluster: MrscCluster, name: str) -> None:
+        self.cluster, self.name = cluster, name
+
+    @property
+    def up(self) -> bool:
+        return self.cluster.members[self.name].up
+
+    def crash(self) -> None:
+        self.cluster.crash(self.name)
+
+    def start(self) -> None:
+        self.cluster.restart(self.name)
 
 
 def key_text(item: dict, like: dict) -> str:

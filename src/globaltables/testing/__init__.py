@@ -9,10 +9,10 @@ Layering: testing/ sits on top of everything and may import any layer; nothing i
 """
 
 from .assertions import absent, attribute, has
-from .harness import Harness, TableHandle
+from .harness import Harness, TableHandle, Undecided
 from .spec import DEFAULT_TOPOLOGY, load_spec
 
-__all__ = ["DEFAULT_TOPOLOGY", "Harness", "TableHandle", "absent", "attribute", "has", "load_spec", "simulate", "start_processes"]
+__all__ = ["DEFAULT_TOPOLOGY", "Harness", "TableHandle", "Undecided", "absent", "attribute", "has", "load_spec", "simulate", "start_processes"]
 
 
 def simulate(topology=None, seed: int = 0, **options):

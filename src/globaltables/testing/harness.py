@@ -18,12 +18,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
+from ..chaos.checkers import linearizable
+from ..chaos.checkers.result import INVALID, UNKNOWN, CheckResult
 from ..chaos.history import History, key_id
 from ..experiment.topology import Topology
 from .assertions import Predicate, converged_failure, eventually_failure, plain
 from .recording import Recorder
 
 DEFAULT_CONVERGE_TIMEOUT_S = 60.0
+
+
+class Undecided(AssertionError):
+    """A checker could not decide (verdict unknown): neither a pass nor a proven failure; names the open keys."""
 
 # What `impair` can do to a link (the region processes' link faults, region/link_faults.py, and the simulated
 # network's, sim/network.py, alike): loss (a fraction; loss_burst: mean burst length), duplicate and reorder
@@ -204,6 +210,25 @@ class Harness:
         )  # fmt: skip
 
     time_label = "time"
+
+    # ----------------------------------------------------------------------------------------------- checkers
+
+    def check_linearizable(self, *, budget: int = linearizable.DEFAULT_BUDGET) -> CheckResult:
+        """The per-key linearizability checker over what the kit's clients did, as recorded (testing/recording.py:
+        strongly consistent GetItems are reads, writes carry the items they produced, existence conditions are
+        compare-and-set). For strong (MRSC) topologies; eventually consistent reads are not judged."""
+        return linearizable.check(self.history, reads=("get",), budget=budget)
+
+    def assert_linearizable(self, *, budget: int = linearizable.DEFAULT_BUDGET) -> CheckResult:
+        """The result when its verdict is valid; AssertionError with the proof (a minimal set of operations no
+        order explains) when invalid; `Undecided` (an AssertionError too) naming the keys when unknown."""
+        result = self.check_linearizable(budget=budget)
+        seed = f" (seed {self.seed})" if self.seed is not None else ""
+        if result.verdict == INVALID:
+            raise AssertionError(f"{result}{seed}")
+        if result.verdict == UNKNOWN:
+            raise Undecided(f"{result}{seed}: the search could not decide {', '.join(result.undecided)}")
+        return result
 
     # ----------------------------------------------------------------------------------------------- set-up
 

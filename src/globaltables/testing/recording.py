@@ -5,6 +5,13 @@ for the completion), so the record is the same in both modes and holds what the 
 request's key, the value it wrote, the version header of the answer, the error code. Single-item operations carry
 their key; transactions and batches carry the keys they touch in `value["keys"]`, so a report on one key still
 shows them.
+
+Checkable as recorded (chaos/checkers/linearizable.py): a GetItem, Query or Scan is `get` / `query` / `scan` when
+it asked for ConsistentRead and `get-eventual` / `query-eventual` / `scan-eventual` when not; a PutItem's value is
+its item and an UpdateItem's completion carries the item it produced (its post-image: the recorder asks for
+`ReturnValues: ALL_NEW` when the test did not ask for any, and hides the returned attributes from the test again),
+so reads compare with both; a condition that only tests whether the item exists is recorded as the history's
+`condition` (chaos/conditions.py), so a ConditionalCheckFailed is checked as a read.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..chaos.conditions import register_condition
 from ..chaos.history import History, Op, key_id
 
 VERSION_HEADER = "x-globaltables-version"
@@ -31,6 +39,9 @@ FUNCTIONS = {
     "BatchWriteItem": "batch-write",
     "BatchGetItem": "batch-get",
 }
+
+READS = frozenset({"GetItem", "Query", "Scan"})
+POST_IMAGE = "globaltables_post_image"  # context flag: the recorder asked for ALL_NEW, the test did not
 
 KeyOf = Callable[[str, dict], "dict | None"]  # (table, item) -> the item's key attributes, or None if unknown
 
@@ -57,9 +68,16 @@ def _multi_keys(operation: str, params: dict, key_of: KeyOf) -> list[dict]:
     return keys
 
 
+def condition_of(params: dict, key: dict | None) -> dict | None:
+    """The register condition of a request (chaos/conditions.py): an existence test of a key attribute."""
+    return register_condition(params.get("ConditionExpression"), params.get("ExpressionAttributeNames"), key or ())
+
+
 def describe_request(operation: str, params: dict, key_of: KeyOf) -> tuple[str, str | None, Any, Any]:
     """(f, table, key, value) of a request for the history."""
     f = FUNCTIONS.get(operation, operation)
+    if operation in READS and not params.get("ConsistentRead"):
+        f += "-eventual"
     table = params.get("TableName")
     if operation == "PutItem":
         item = params.get("Item") or {}
@@ -99,9 +117,16 @@ class Recorder:
     def _invoke(self, region: str):
         def invoke(params: dict, model: Any, context: dict, **_: Any) -> None:
             f, table, key, value = describe_request(model.name, params, self.key_of)
+            condition = condition_of(params, key) if model.name in ("PutItem", "UpdateItem", "DeleteItem") else None
+            context["globaltables_return_values"] = params.get("ReturnValues")
+            if model.name == "UpdateItem" and params.get("ReturnValues") in (None, "NONE"):
+                params["ReturnValues"] = "ALL_NEW"  # the post-image is the value written (hidden from the test)
+                context[POST_IMAGE] = True
             with self._lock:
                 # One process per call: a call is one logical client with one outstanding operation.
-                context["globaltables_op"] = self.history.invoke(next(self._processes), region, f, table, key, value)
+                context["globaltables_op"] = self.history.invoke(
+                    next(self._processes), region, f, table, key, value, condition=condition
+                )
 
         return invoke
 
@@ -114,10 +139,14 @@ class Recorder:
             if http_response is not None and http_response.status_code >= 300:
                 code = (parsed.get("Error") or {}).get("Code") or f"HTTP{http_response.status_code}"
                 self.history.error(op, code)
-            elif op.f == "get":
+            elif op.f in ("get", "get-eventual"):
                 self.history.ok(op, value=parsed.get("Item"), version=version)
+            elif op.f == "update" and parsed.get("Attributes") is not None and _all_new(context, parsed):
+                self.history.ok(op, value=parsed["Attributes"], version=version)
             else:
                 self.history.ok(op, version=version)
+        if context.pop(POST_IMAGE, False):
+            parsed.pop("Attributes", None)
 
     def _complete_error(self, exception: Exception, context: dict, **_: Any) -> None:
         op: Op | None = context.pop("globaltables_op", None)
@@ -126,6 +155,11 @@ class Recorder:
         with self._lock:
             # A connection error or timeout: the request may or may not have applied.
             self.history.info(op, type(exception).__name__)
+
+
+def _all_new(context: dict, parsed: dict) -> bool:
+    """Whether an UpdateItem's returned Attributes are its whole post-image (ALL_NEW, ours or the test's)."""
+    return bool(context.get(POST_IMAGE)) or context.get("globaltables_return_values") == "ALL_NEW"
 
 
 def touches(op: Op, table: str | None, key: dict) -> bool:

@@ -1,35 +1,59 @@
-"""A per-key linearizability checker for a register (an item's value), over a History.
+"""A per-key linearizability checker for a register (an item's value) with compare-and-set, over a History.
 
 Theory of operation (Wing & Gong's search with Lowe's memoisation, as in Knossos and Porcupine): per (table, key),
 the operations become call and return events in time order; the search walks the events, tries to linearize each
-callable operation as soon as its call has happened (the model must allow it: a read must return the current value),
-backtracks when it reaches the return of an operation it has not linearized, and caches (linearized set, value)
-pairs it has already explored. Items are independent, so each key is checked alone.
+callable operation as soon as its call has happened (the model must allow it), backtracks when it reaches the return
+of an operation it has not linearized, and caches (linearized set, value) pairs it has already explored. Items are
+independent, so each key is checked alone, with its own step budget.
+
+The model: the register holds a value or "no item". A read must return the current value; a write sets it (a
+delete: "no item"); a conditional write (its invocation's `condition`, chaos/conditions.py) is a compare-and-set:
+it may take effect only where its condition holds of the current value; a ConditionalCheckFailed of a modelled
+condition is a read that found the condition false (so a region that refuses a write against a stale copy is caught).
 
 Rules
-1. ok writes (put/update/delete) and ok strong reads must all be linearized, each between its invocation and its
-   completion. A delete writes "no item"; a read of nothing reads "no item".
+1. ok writes and ok reads (and modelled ConditionalCheckFailed refusals) must all be linearized, each between its
+   invocation and its completion. A read of nothing reads "no item".
 2. info writes may or may not have taken effect: they may be linearized any time after their invocation, or never.
-   info and fail reads say nothing; fail writes certainly did not apply and are ignored.
+   info and fail reads say nothing; other fail writes (ReplicatedWriteConflictException, ...) did not apply and are
+   ignored.
 3. Only reads named in `reads` (default: "get", the simulator's strong GetItem) are checked; eventually consistent
    reads must be recorded under another `f` (e.g. "get-eventual").
-4. The search is bounded: past `budget` steps for a key the result is unknown, never pass.
+4. Sound reductions before the search, each keeping the verdict: (a) an info write whose value no read returned is
+   dropped when no conditional operation on the key looks at the item (if it took effect, a write overwrote it
+   before anything read it, so an order without it exists); (b) an info write that is the only writer of a value
+   some read returned did take effect, before the first such read returned: it becomes a must operation that
+   completes there. Reads that timed out (info) are never searched: they constrain nothing.
+5. The search is bounded: past `budget` steps for a key the key is undecided and the verdict is unknown, never
+   valid and never invalid; undecided keys are always listed, even when another key is invalid.
+6. Explanations prove: for an invalid key, a small set of its operations that no order explains, closed under the
+   writes its observations could have seen (every write whose value a read, a condition or a refusal in the set
+   could have observed is in the set), so adding the key's other operations cannot explain it either. It is
+   shrunk greedily (each operation left is needed) within a step budget, and printed as a sentence.
+7. A write whose record does not say what it wrote (the pytest kit's UpdateItem answered without a post-image is
+   recorded as its expression) is left out of the search: an in-doubt one may explain a read nothing else explains,
+   so an invalid search makes the key undecided, and an acknowledged one makes it undecided at once.
 Values are compared as canonical JSON, so {"S": "w-1"} from a write matches the same value read back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
 
+from ..conditions import holds
 from ..history import FAIL, INFO, OK, History, Op, key_id
-from .result import CheckResult, Finding
+from .result import UNKNOWN, CheckResult, Finding
 
 NAME = "linearizable"
 DEFAULT_BUDGET = 2_000_000
+EXPLAIN_BUDGET = 400_000  # steps spent shrinking one invalid key's explanation
 ABSENT = "<absent>"  # the register's value when the item does not exist
+UNSAID = "<unsaid>"  # a write whose record does not say the value it wrote (a described UpdateItem, rule 7)
+CCF = "ConditionalCheckFailedException"
+READ, WRITE, CAS, REFUSAL = "read", "write", "cas", "refusal"
 
 
 def canonical(value: Any) -> str:
@@ -39,16 +63,54 @@ def canonical(value: Any) -> str:
 
 
 class _Op:
-    __slots__ = ("bit", "call", "done", "invoke", "is_read", "must", "ret", "value")
+    """One operation as the search sees it: its kind, the value it reads or writes, its condition, and its
+    call and return positions (`ret` None: it may be linearized any time after its call, or never)."""
 
-    def __init__(self, invoke: Op, completion: Op | None, is_read: bool, bit: int) -> None:
+    __slots__ = ("bit", "call", "condition", "done", "invoke", "kind", "must", "ret", "value")
+
+    def __init__(self, invoke: Op, completion: Op | None, kind: str) -> None:
         self.invoke = invoke
         self.done = completion
-        self.is_read = is_read
-        self.must = completion is not None and completion.type == OK  # rule 1; info writes: rule 2
-        source = completion if is_read else invoke
-        self.value = canonical(None if invoke.f == "delete" and not is_read else source.value)
-        self.bit = bit
+        self.kind = kind
+        self.condition = invoke.condition
+        self.must = completion is not None and (completion.type == OK or kind == REFUSAL)
+        if kind == READ:
+            self.value = canonical(completion.value)
+        elif invoke.is_delete or kind == REFUSAL:
+            self.value = ABSENT  # a refusal writes nothing: only its condition matters
+        else:
+            written = completion.value if completion is not None and completion.type == OK else None
+            if written is None:
+                written = invoke.value
+            described = invoke.f == "update" and isinstance(written, dict) and "update" in written
+            self.value = UNSAID if described else canonical(written)
+        self.call = invoke.index
+        self.ret: float | None = completion.index if self.must else None
+        self.bit = 0
+
+    def allowed(self, state: str) -> tuple[bool, str]:
+        kind = self.kind
+        if kind == READ:
+            return self.value == state, state
+        if kind == WRITE:
+            return True, self.value
+        exists = state != ABSENT
+        if kind == CAS:
+            return holds(self.condition, exists), self.value
+        return not holds(self.condition, exists), state  # REFUSAL
+
+    def writes(self) -> bool:
+        return self.kind in (WRITE, CAS)
+
+    def observes(self, value: str) -> bool:
+        """Whether this operation's outcome depends on the register holding `value` (closure, rule 6)."""
+        if self.kind == READ:
+            return value == self.value
+        if self.kind == CAS:
+            return holds(self.condition, value != ABSENT)
+        if self.kind == REFUSAL:
+            return not holds(self.condition, value != ABSENT)
+        return False
 
 
 class _Entry:
@@ -61,64 +123,142 @@ class _Entry:
         self.next: _Entry | None = None
 
 
+def _classify(invoke: Op, completion: Op | None, read_fs: frozenset[str]) -> str | None:
+    if invoke.is_write:
+        if completion is not None and completion.type == FAIL:
+            if completion.error == CCF and invoke.condition is not None:
+                return REFUSAL
+            return None
+        return CAS if invoke.condition is not None else WRITE
+    if invoke.f in read_fs and completion is not None and completion.type == OK:
+        return READ
+    return None
+
+
 def check(
-    history: History, *, reads: Iterable[str] = ("get",), budget: int = DEFAULT_BUDGET, initial: Any = None
+    history: History,
+    *,
+    reads: Iterable[str] = ("get",),
+    budget: int = DEFAULT_BUDGET,
+    initial: Any = None,
+    explain: bool = True,
+    reductions: bool = True,
 ) -> CheckResult:
+    """`reductions=False` searches the history exactly as recorded (rule 4 off): only for comparing searches."""
     read_fs = frozenset(reads)
-    per_key: dict[tuple[str, str], list[tuple[Op, Op | None]]] = {}
+    per_key: dict[tuple[str, str], list[_Op]] = {}
     for invoke, completion in history.pairs():
-        if invoke.is_write:
-            if completion is not None and completion.type == FAIL:
-                continue
-        elif invoke.f in read_fs:
-            if completion is None or completion.type != OK:
-                continue
-        else:
-            continue
-        per_key.setdefault((invoke.table or "", key_id(invoke.key)), []).append((invoke, completion))
+        kind = _classify(invoke, completion, read_fs)
+        if kind is not None:
+            per_key.setdefault((invoke.table or "", key_id(invoke.key)), []).append(_Op(invoke, completion, kind))
     findings: list[Finding] = []
-    unknown: list[str] = []
-    checked = 0
-    for (table, key), pairs in sorted(per_key.items()):
-        verdict, detail = _check_key(pairs, read_fs, budget, canonical(initial))
-        checked += 1
-        if verdict is None:
-            unknown.append(f"{table}[{key}]")
+    undecided: list[str] = []
+    steps_of: dict[str, int] = {}
+    dropped = closed = 0
+    start = canonical(initial)
+    for (table, key), ops in sorted(per_key.items()):
+        name = f"{table}[{key}]"
+        unsaid = [op for op in ops if op.value == UNSAID]
+        if any(op.must for op in unsaid):
+            undecided.append(name)
+            continue
+        ops = [op for op in ops if op.value != UNSAID]
+        ops, n_dropped, n_closed = reduce_ops(ops) if reductions else (ops, 0, 0)
+        dropped += n_dropped
+        closed += n_closed
+        verdict, steps = search(ops, budget, start)
+        steps_of[name] = steps
+        if verdict is None or (verdict is False and unsaid):
+            undecided.append(name)
         elif not verdict:
-            findings.append(
-                Finding(table, key, "not-linearizable", detail, operations=[p[1] or p[0] for p in pairs][:50])
-            )
+            proof, minimal = explanation(ops, start) if explain else (ops, False)
+            findings.append(Finding(table, key, "not-linearizable", sentence(proof, minimal), sorted(
+                {p.region for op in proof for p in (op.invoke, op.done) if p is not None and p.region}
+            ), operations=records(proof)))
+    slowest = sorted(steps_of.items(), key=lambda kv: -kv[1])[:5]
+    stats = {
+        "keys": len(per_key),
+        "budget_per_key": budget,
+        "steps_total": sum(steps_of.values()),
+        "steps_max": max(steps_of.values(), default=0),
+        "slowest_keys": [{"key": k, "steps": s} for k, s in slowest],
+        "dropped_info_writes": dropped,
+        "closed_info_writes": closed,
+    }
+    checked = len(per_key)
+    open_note = (
+        f"; undecided (search budget of {budget} steps per key ran out): {', '.join(undecided[:10])}"
+        + (f" and {len(undecided) - 10} more" if len(undecided) > 10 else "")
+        if undecided
+        else ""
+    )
     if findings:
-        return CheckResult(NAME, False, f"{len(findings)} of {checked} keys not linearizable", findings)
-    if unknown:
         return CheckResult(
-            NAME, False, f"unknown: search budget ({budget} steps) ran out for {', '.join(unknown[:10])}"
-        )
-    return CheckResult(NAME, True, f"{checked} keys linearizable")
+            NAME, False, f"{len(findings)} of {checked} keys not linearizable{open_note}", findings,
+            undecided=undecided, stats=stats,
+        )  # fmt: skip
+    if undecided:
+        return CheckResult(
+            NAME, False, f"unknown: {checked - len(undecided)} of {checked} keys linearizable{open_note}",
+            verdict=UNKNOWN, undecided=undecided, stats=stats,
+        )  # fmt: skip
+    return CheckResult(NAME, True, f"{checked} keys linearizable", stats=stats)
 
 
-def _check_key(
-    pairs: list[tuple[Op, Op | None]], read_fs: frozenset[str], budget: int, initial: str
-) -> tuple[bool | None, str]:
-    """(True, "") linearizable, (False, why) not, (None, "") budget exhausted."""
-    ops = [_Op(invoke, completion, invoke.f in read_fs, 1 << i) for i, (invoke, completion) in enumerate(pairs)]
-    # Events in time order: (time, order) with calls after returns at equal times would be lenient; we put a
-    # return before a call at the same instant only when they are different operations' (strict real-time order).
-    events: list[tuple[int, int, _Entry]] = []
+# -------------------------------------------------------------------------------------------- reductions
+
+
+def reduce_ops(ops: list[_Op]) -> tuple[list[_Op], int, int]:
+    """Rule 4: (ops, info writes dropped, info writes made must)."""
+    first_read: dict[str, float] = {}
+    writers: dict[str, int] = {}
+    existence = False
     for op in ops:
-        events.append((op.invoke.index, 1, _Entry(op, True)))
+        if op.kind == READ:
+            first_read[op.value] = min(first_read.get(op.value, op.ret), op.ret)
+        elif op.writes():
+            writers[op.value] = writers.get(op.value, 0) + 1
+        if op.kind in (CAS, REFUSAL):
+            existence = True
+    kept: list[_Op] = []
+    dropped = closed = 0
+    for op in ops:
+        if op.writes() and not op.must:
+            if op.value not in first_read:
+                if not existence:
+                    dropped += 1
+                    continue
+            elif writers[op.value] == 1 and op.value != ABSENT and first_read[op.value] > op.call:
+                op.must = True
+                op.ret = first_read[op.value]
+                closed += 1
+        kept.append(op)
+    return kept, dropped, closed
+
+
+# ------------------------------------------------------------------------------------------------ search
+
+
+def search(ops: Sequence[_Op], budget: int, initial: str) -> tuple[bool | None, int]:
+    """(True, steps) linearizable, (False, steps) not, (None, steps) budget exhausted."""
+    for bit, op in enumerate(ops):
+        op.bit = 1 << bit
+    # Events in time order; at one position a return sorts before a call (strict real-time order).
+    events: list[tuple[float, int, _Entry]] = []
+    for op in ops:
+        events.append((op.call, 1, _Entry(op, True)))
         if op.must:
-            events.append((op.done.index, 0, _Entry(op, False)))
+            events.append((op.ret, 0, _Entry(op, False)))
     events.sort(key=lambda e: (e[0], e[1]))
     head = _Entry(None, False)
     prev = head
-    call_of: dict[int, _Entry] = {}
     ret_of: dict[int, _Entry] = {}
     for _time, _kind, entry in events:
         prev.next = entry
         entry.prev = prev
         prev = entry
-        (call_of if entry.is_call else ret_of)[entry.op.bit] = entry
+        if not entry.is_call:
+            ret_of[entry.op.bit] = entry
     remaining_must = sum(1 for op in ops if op.must)
     linearized = 0
     state = initial
@@ -126,23 +266,19 @@ def _check_key(
     stack: list[tuple[_Entry, str]] = []
     entry = head.next
     steps = 0
-    deepest = 0
     while remaining_must:
         steps += 1
         if steps > budget:
-            return None, ""
+            return None, steps
         if entry is None:
             # Only calls of optional (info) writes remain and none fits: backtrack.
             if not stack:
-                return False, _explain(ops, linearized, deepest)
-            entry, state, remaining_must, linearized = _undo(stack, state, remaining_must, linearized, ret_of)
+                return False, steps
+            entry, state, remaining_must, linearized = _undo(stack, remaining_must, linearized, ret_of)
             continue
         op = entry.op
         if entry.is_call:
-            if op.is_read:
-                allowed, new_state = op.value == state, state
-            else:
-                allowed, new_state = True, op.value
+            allowed, new_state = op.allowed(state)
             if allowed and (linearized | op.bit, new_state) not in cache:
                 cache.add((linearized | op.bit, new_state))
                 stack.append((entry, state))
@@ -151,19 +287,18 @@ def _check_key(
                 if op.must:
                     remaining_must -= 1
                 _lift(entry, ret_of.get(op.bit))
-                deepest = max(deepest, len(stack))
                 entry = head.next
             else:
                 entry = entry.next
         else:
             # The return of an operation not yet linearized: this branch is impossible.
             if not stack:
-                return False, _explain(ops, linearized, deepest, op)
-            entry, state, remaining_must, linearized = _undo(stack, state, remaining_must, linearized, ret_of)
-    return True, ""
+                return False, steps
+            entry, state, remaining_must, linearized = _undo(stack, remaining_must, linearized, ret_of)
+    return True, steps
 
 
-def _undo(stack, state, remaining_must, linearized, ret_of):
+def _undo(stack, remaining_must, linearized, ret_of):
     entry, state = stack.pop()
     op = entry.op
     linearized &= ~op.bit
@@ -193,15 +328,109 @@ def _unlift(call: _Entry, ret: _Entry | None) -> None:
         call.next.prev = call
 
 
-def _explain(ops: list[_Op], linearized: int, deepest: int, blocked: _Op | None = None) -> str:
-    if blocked is not None:
-        what = "read" if blocked.is_read else "write"
-        value = blocked.value
-        return (
-            f"no order of the operations explains the {what} of {value} completed at history index "
-            f"{blocked.done.index} (the search linearized at most {deepest} operations before it)"
-        )
-    return f"no linearizable order (the search linearized at most {deepest} operations)"
+# ---------------------------------------------------------------------------------------------- explaining
 
 
-__all__ = ["INFO", "NAME", "check"]
+def explanation(ops: list[_Op], initial: str, budget: int = EXPLAIN_BUDGET) -> tuple[list[_Op], bool]:
+    """Rule 6: (a closed subset of `ops` that no order explains, whether each of its operations is needed)."""
+    writes = [op for op in ops if op.writes()]
+
+    def closed(subset: Sequence[_Op]) -> bool:
+        present = {id(op) for op in subset}
+        for op in subset:
+            if op.kind != WRITE:
+                for write in writes:
+                    if id(write) not in present and op.observes(write.value):
+                        return False
+        return True
+
+    spent = 0
+    current = list(ops)
+    minimal = True
+
+    def still_invalid(subset: list[_Op]) -> bool:
+        nonlocal spent, minimal
+        if not closed(subset):
+            return False
+        if spent >= budget:
+            minimal = False
+            return False
+        verdict, steps = search(subset, min(50_000, budget - spent), initial)
+        spent += steps
+        if verdict is None:
+            minimal = False
+        return verdict is False
+
+    # Shrink by halves of what is left, then one operation at a time until none can go.
+    chunk = max(1, len(current) // 2)
+    while True:
+        start, removed = 0, False
+        while start < len(current):
+            trial = current[:start] + current[start + chunk :]
+            if trial and still_invalid(trial):
+                current, removed = trial, True
+            else:
+                start += chunk
+        if chunk > 1:
+            chunk //= 2
+        elif not removed or spent >= budget:
+            break
+    return sorted(current, key=lambda op: op.call), minimal
+
+
+def records(ops: Sequence[_Op]) -> list[Op]:
+    out = [record for op in ops for record in (op.invoke, op.done) if record is not None]
+    return sorted(out, key=lambda record: record.index)
+
+
+def describe(op: _Op) -> str:
+    """One operation in words: what it did, where, when (history indexes) and how it ended."""
+    invoke, done = op.invoke, op.done
+    who = f"{invoke.process}@{invoke.region}" if invoke.region else f"{invoke.process}"
+    span = f"#{invoke.index}–#{done.index}" if done is not None else f"#{invoke.index}–(never answered)"
+    value = _show(op.value)
+    if op.kind == READ:
+        return f"{invoke.f} by {who} ({span}) returned {value}"
+    condition = ""
+    if op.condition is not None:
+        condition = " if the item " + ("exists" if op.condition.get("exists") else "does not exist")
+    what = "delete" if invoke.is_delete else f"{invoke.f} of {value}"
+    if op.kind == REFUSAL:
+        return f"{what}{condition} by {who} ({span}) refused with ConditionalCheckFailed"
+    outcome = "acknowledged" if done is not None and done.type == OK else "in doubt"
+    if done is not None and done.type != OK and op.must:
+        outcome += ", but a read returned its value"
+    return f"{what}{condition} by {who} ({span}, {outcome})"
+
+
+def sentence(ops: Sequence[_Op], minimal: bool) -> str:
+    """The proof in words: the operations, and which of them finished before which others began."""
+    names = {id(op): f"({n})" for n, op in enumerate(ops, 1)}
+    parts = [f"{names[id(op)]} {describe(op)}" for op in ops]
+    before = [
+        f"{names[id(a)]} before {names[id(b)]}"
+        for a in ops
+        for b in ops
+        if a is not b and a.done is not None and a.ret == a.done.index and a.ret < b.call
+    ]
+    head = f"no order of these {len(ops)} operations is linearizable"
+    head += "" if minimal else " (not shrunk further: the explanation's budget ran out)"
+    order = f"; in real time {', '.join(before)}" if before else "; they all overlap in time"
+    return f"{head}: {'; '.join(parts)}{order}"
+
+
+def _show(value: str) -> str:
+    if value == ABSENT:
+        return "no item"
+    try:
+        decoded = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return value
+    if isinstance(decoded, str):
+        return repr(decoded)
+    if isinstance(decoded, dict) and len(decoded) == 1 and isinstance(next(iter(decoded.values())), str):
+        return repr(next(iter(decoded.values())))
+    return value
+
+
+__all__ = ["INFO", "NAME", "check", "search"]

@@ -171,7 +171,7 @@ class Coordinator:
         try:
             new = op.evaluate(old)
         except ConditionalCheckFailedException as error:
-            if op.confirmed:
+            if op.confirmed or "ccf-without-confirmation" in node.planted:  # the planted bug skips the Sync
                 self._finish(op, "error", error)
                 return True
             op.confirming = True

@@ -56,6 +56,10 @@ from .strong_read import StrongReader, synced
 logger = logging.getLogger(__name__)
 
 CHANNEL = "mrsc"
+# Bugs a test may plant in a member (the pytest kit and `POST /control/faults {"planted": [...]}`), to show that the
+# checkers catch what they would do. "ccf-without-confirmation": a ConditionalCheckFailed is answered from the local
+# copy without the Sync that confirms it is the latest version (docs/mrsc.md, "ConditionalCheckFailed").
+PLANTED_BUGS = ("ccf-without-confirmation",)
 
 
 class MrscNode:
@@ -83,6 +87,8 @@ class MrscNode:
         self._completions: list[tuple[Any, str, Any]] = []
         self._msg_id = 0
         self.dropped_messages = 0
+        # Planted bugs (PLANTED_BUGS), for tests that show a checker catches them; empty in every real run.
+        self.planted: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------------------------------------ inputs
 
@@ -343,4 +349,4 @@ def _pending_of(message: Propose) -> Pending:
     return Pending(message.pid, message.table, message.key, message.version, message.coordinator, message.image)
 
 
-__all__ = ["CHANNEL", "MrscNode", "item_id"]
+__all__ = ["CHANNEL", "PLANTED_BUGS", "MrscNode", "item_id"]
