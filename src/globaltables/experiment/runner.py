@@ -38,6 +38,7 @@ from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
+from . import ledger
 from . import results as results_module
 from .load import LoadGenerator
 from .supervisor import Supervisor, SupervisorError
@@ -168,6 +169,14 @@ class Regions:
                 return time.monotonic() - began
             await asyncio.sleep(STATUS_POLL_S)
         return None
+
+    async def apply_decisions(self, region: str) -> list[dict]:
+        """The region's apply decisions (region/apply_decisions.py), for the lost-write ledger."""
+        async with self.session.get(
+            f"{self.endpoints[region]}/control/apply-decisions", headers={SECRET_HEADER: self.secret}
+        ) as response:
+            response.raise_for_status()
+            return (await response.json())["decisions"]
 
     async def scan(self, region: str, table: str, key_names: list[str]) -> dict[str, dict]:
         from .load import AUTHORIZATION, TARGET_PREFIX
@@ -451,6 +460,7 @@ async def _experiment(
             await asyncio.sleep(schedule.quiet_s)  # the schedule's quiet period before the checkers read
         progress.phase = "checking"
         statuses = {name: await regions.status(name) for name in replicas}
+        decisions = {name: await regions.apply_decisions(name) for name in replicas}
         states: dict[str, dict[str, dict]] = {}
         for name in replicas:
             states[name] = {}
@@ -465,6 +475,8 @@ async def _experiment(
     history.write_jsonl(out_dir / "history.jsonl")
     write_samples(out_dir / "samples.csv", load.samples, measure_from)
     write_final_states(out_dir / "final_state.jsonl", states)
+    lost = ledger.build_ledger(history, decisions, measure_from)
+    ledger.write_files(out_dir, lost, decisions)
     (out_dir / "checks.txt").write_text("\n".join(str(check) for check in checks) + "\n")
     measured = measure_to - measure_from
     samples = load.samples
@@ -510,6 +522,7 @@ async def _experiment(
             "lww_overwrites": max(0, applied - won),
             "replicated_records": applied,
         },
+        "lost_writes": lost.summary(),
         "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in checks],
         "staleness": check_staleness(history)[1],
         "convergence_ms": convergence,

@@ -6,6 +6,8 @@
     POST /control/replicas one step of a replica added or removed, asked by the driving region
                            (region/replica_coordinator.py)
     POST /control/strong   one step of a table made strong (MRSC) through UpdateTable (region/strong_conversion.py)
+    GET  /control/apply-decisions   every replicated record this region applied or found lost to a newer version,
+                           timed on the machine's monotonic clock (region/apply_decisions.py)
     GET  /metrics          Prometheus text: ReplicationLatency, PendingReplicationCount (replication_metrics.py);
                            the only endpoint here without the secret (read-only)
     POST /control/faults   {"heal": true}                         every fault off: no grudges, topology latency,
@@ -170,6 +172,12 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
                 host.clock.strobe(strobe[0] / 1000.0, strobe[1] / 1000.0)
         return json_response(host.status())
 
+    async def apply_decisions(_request: web.Request) -> web.Response:
+        decisions = getattr(host, "decisions", None)
+        if decisions is None:
+            return json_response({"region": host.region, "dropped": 0, "decisions": []})
+        return json_response(decisions.to_dict(host.region))
+
     async def set_peers(request: web.Request) -> web.Response:
         body = await read_object(request)
         endpoints = body.get("endpoints")
@@ -195,6 +203,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         # Tables made strong through UpdateTable (strong mode only: region/strong_conversion.py).
         *([host.conversion.route(transport.authenticated)] if getattr(host, "conversion", None) else []),
         web.get("/control/status", guarded(status)),
+        web.get("/control/apply-decisions", guarded(apply_decisions)),
         web.post("/control/faults", guarded(faults)),
         web.post("/control/peers", guarded(set_peers)),
     ]
