@@ -4,7 +4,7 @@ Each mode runs the topology's workload with the same seed (and chaos schedule) o
 `mode:` replaced (`DIR/<mode>/topology.yaml`); its full results land in `DIR/<mode>/`. A mode that cannot run — the
 copy is not a valid topology for that mode, or the regions do not run it — is recorded as not
 run, with the reason, never with made-up numbers. Then `DIR/compare.json` (keyed by mode), `DIR/compare.md` and
-`DIR/compare.png`: write and read latency per region, errors, conflicts, replication lag, and next to every MRSC
+`DIR/compare.png` and `DIR/report.html` (the modes side by side, each linking its own report.html): write and read latency per region, errors, conflicts, replication lag, and next to every MRSC
 write latency the floor the topology predicts: one round trip to the nearest other member (replica or witness),
 since a strongly consistent write needs a quorum of two.
 
@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from .html_report import write_compare_html
 from .runner import EXIT_CHECK_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, run_experiment
 from .topology import Topology, TopologyError, load_topology
 
@@ -74,6 +75,7 @@ def summarise(results: dict[str, Any], floors: dict[str, float] | None) -> dict[
         "conflicts": results["conflicts"],
         "replication_lag_ms": results["replication_lag_ms"],
         "staleness": results.get("staleness", {}),
+        "lost_writes": results.get("lost_writes"),
     }
     if floors is not None:
         summary["write_floor_ms"] = floors
@@ -117,6 +119,7 @@ async def compare(
     (out_dir / "compare.json").write_text(json.dumps(document, indent=2) + "\n")
     (out_dir / "compare.md").write_text(render(document))
     _plot(out_dir, comparison)
+    write_compare_html(out_dir, document)
     if EXIT_INCOMPLETE in codes:
         return EXIT_INCOMPLETE, document
     return (EXIT_CHECK_FAILED if EXIT_CHECK_FAILED in codes else EXIT_PASSED), document

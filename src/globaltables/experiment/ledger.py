@@ -88,6 +88,7 @@ class Ledger:
                     write.completion.mono
                 )
         self.decisions: list[tuple[str, Mapping[str, Any]]] = []
+        self.regions = sorted(decisions)
         for region, entries in decisions.items():
             for decision in entries:
                 self.decisions.append((region, decision))
@@ -213,6 +214,38 @@ class Ledger:
                 for version, write in versions
             ]
         return result
+
+
+    def convergence_after_heals(self, faults: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """For each fault that ended (and the final heal): how long until every region had learnt of every write
+        acknowledged before it (rule 3). Versions some region never decided on (its log started again with a
+        restart) are left out and counted."""
+        heals = []
+        for fault in faults:
+            value = fault.get("value") or {}
+            if fault.get("mono") is None or not isinstance(value, dict):
+                continue
+            if value.get("phase") == "end":
+                heals.append((fault["mono"], f"{fault['f']} {'/'.join(value.get('regions', []))} ended".strip()))
+            elif fault.get("f") == "heal" and value.get("phase") == "final":
+                heals.append((fault["mono"], "final heal"))
+        everyone = set(self.regions)
+        rows = []
+        for at, label in sorted(heals):
+            latest, writes, incomplete = None, 0, 0
+            for version, write in self.by_version.items():
+                if write.completion is None or write.completion.mono is None or write.completion.mono >= at:
+                    continue
+                seen = self.learnt.get(version, {})
+                if not everyone <= set(seen):
+                    incomplete += 1
+                    continue
+                writes += 1
+                last = max(seen[region] for region in everyone)
+                latest = last if latest is None or last > latest else latest
+            ms = None if latest is None else round(max(0.0, latest - at) * 1000.0, 1)
+            rows.append({"after": label, "t_s": self._t(at), "ms": ms, "writes": writes, "incomplete": incomplete})
+        return rows
 
 
 def build_ledger(history: History, decisions: Mapping[str, Iterable[Mapping[str, Any]]],

@@ -478,6 +478,7 @@ async def _experiment(
     lost = ledger.build_ledger(history, decisions, measure_from)
     ledger.write_files(out_dir, lost, decisions)
     (out_dir / "checks.txt").write_text("\n".join(str(check) for check in checks) + "\n")
+    (out_dir / "checks.json").write_bytes(orjson.dumps([check.to_dict() for check in checks]))
     measured = measure_to - measure_from
     samples = load.samples
     rwce = sum(1 for s in samples if s.error == "ReplicatedWriteConflictException")
