@@ -22,6 +22,8 @@
                                                                   replaces that peer's; null: none)
                            {"clock": {"drift_ppm": 200, "bump_ms": -300, "strobe": {"delta_ms": 200,
                                       "period_ms": 100} | null}}  clock faults under the HLC (region.skewed_clock)
+                           {"held_replication": {"Orders": ["eu-west-1"]}}   the peers each table's records are not
+                                                                  shipped to (replaces; chaos pause-replication)
     POST /control/peers    {"endpoints": {"eu-west-1": "http://127.0.0.1:8001"}}   where peers listen
 
 Rules: a request without the secret (header `x-globaltables-secret`) is refused with 401 and changes nothing; a
@@ -43,7 +45,7 @@ from .http_transport import LinkDelay
 from .link_faults import LinkFault
 from .replication_host import ReplicationHost
 
-FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock")
+FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock", "held_replication")
 CLOCK_KEYS = ("drift_ppm", "bump_ms", "strobe")
 
 
@@ -151,6 +153,23 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             )
             if strobe[1] <= 0:
                 raise BadRequest("clock.strobe.period_ms: must be positive")
+        held = None
+        if "held_replication" in body:
+            raw = body["held_replication"]
+            node = getattr(host, "node", None)
+            if node is None or not hasattr(node, "hold"):
+                raise BadRequest("held_replication: this region does not replicate asynchronously (MREC only)")
+            if not isinstance(raw, dict):
+                raise BadRequest("held_replication: expected a mapping of table name to a list of region names")
+            tables = set(host.engine.replica.global_tables())
+            held = {}
+            for table, names in raw.items():
+                if table not in tables:
+                    raise BadRequest(f"held_replication: {table!r} is not a global table here; "
+                                     f"global tables: {', '.join(sorted(tables)) or 'none'}")  # fmt: skip
+                if not isinstance(names, list):
+                    raise BadRequest(f"held_replication.{table}: expected a list of region names")
+                held[table] = frozenset(peer(name, f"held_replication.{table}") for name in names)
         if heal:
             host.heal()
         if grudges is not None:
@@ -161,6 +180,9 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             host.set_clock_offset_ms(offset)
         for name, link_fault in link_faults.items():
             transport.set_link_fault(name, link_fault)
+        if held is not None:
+            host.node.hold(held)
+            host.wake()
         if drift is not None:
             host.clock.set_drift(drift)
         if bump is not None:
