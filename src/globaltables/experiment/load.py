@@ -255,10 +255,10 @@ class LoadGenerator:
             }
         raise ValueError(f"unknown operation {op!r}")
 
-    def read_value(self, op: str, body: Any) -> Any:
+    def read_value(self, op: str, body: Any, lists: bool = False) -> Any:
         if not isinstance(body, dict):
             return None
-        if self.lists:
+        if lists:
             item = body.get("Item")
             return None if item is None else list_elements(item)
         if op == "query":
@@ -281,14 +281,15 @@ class LoadGenerator:
             is_write = op in WRITE_OPERATIONS
             value = self._unique_value(region) if is_write and op != "delete" else None
             process = self._acquire_process(region)
-            name = (LIST_HISTORY_NAMES if self.lists else HISTORY_NAMES).get(op, op)
+            lists = self.lists and not probe  # the lag probe's reads are register reads in any workload
+            name = (LIST_HISTORY_NAMES if lists else HISTORY_NAMES).get(op, op)
             invocation = self.history.invoke(process, region, name, self.table, key, value)
             self.sent += 1
             operation, body = self.request(op, key, value)
             answer = await self.call(region, operation, body)
             done = self.clock.monotonic()
             if answer.outcome == "ok":
-                read = None if is_write else self.read_value(op, answer.body)
+                read = None if is_write else self.read_value(op, answer.body, lists)
                 self.history.ok(invocation, value=read, version=answer.version)
             else:
                 self.errors += not probe

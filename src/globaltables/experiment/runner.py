@@ -30,9 +30,11 @@ import orjson
 
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.linearizable import check as check_linearizable
+from ..chaos.checkers.list_append import check_list_append
 from ..chaos.checkers.lww import check_lww
 from ..chaos.checkers.staleness import check_staleness
 from ..chaos.checkers.result import CheckResult
+from ..chaos.exports import write_exports
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
@@ -208,9 +210,12 @@ class Regions:
 
 
 def run_checkers(mode: str, history: History, final_states: dict) -> list[CheckResult]:
-    """MREC: every replica holds the LWW winner; MRSC: strong reads are linearizable per key. Both: convergence."""
+    """MREC: every replica holds the LWW winner; MRSC: strong reads are linearizable per key. Both: convergence.
+    A list-append workload (its history has `append` ops) is checked by the list-append checker instead."""
     checks = [check_convergence(final_states, history=history)]
-    if mode == "mrec":
+    if any(op.f == "append" for op in history.ops):
+        checks.insert(0, check_list_append(history, final_states, strong=mode == "mrsc"))
+    elif mode == "mrec":
         checks.insert(0, check_lww(history, final_states))
     else:
         checks.insert(0, check_linearizable(history, reads=("strong_get",)))
@@ -473,6 +478,7 @@ async def _experiment(
             CheckResult("quiescence", False, f"replication did not drain within {workload.quiesce_timeout_s:.0f} s")
         )
     history.write_jsonl(out_dir / "history.jsonl")
+    write_exports(out_dir, history)  # the same history for elle-cli and Porcupine (chaos/exports.py)
     write_samples(out_dir / "samples.csv", load.samples, measure_from)
     write_final_states(out_dir / "final_state.jsonl", states)
     lost = ledger.build_ledger(history, decisions, measure_from)
