@@ -179,3 +179,19 @@ async def test_under_the_wall_clock_a_region_ahead_wins_and_the_ledger_blames_th
     assert all(entry["winner"]["acknowledged_s"] < entry["invoked_s"] for entry in skewed)
     # Writes stamped behind the skewed region's version are lost where they were made.
     assert lost["at_origin"] > 0 and all(e["cause"] == "skew" for e in entries if e["region"] == e["origin"])
+
+
+async def test_compare_by_write_mode_shows_what_each_costs_on_one_topology(tmp_path):
+    from globaltables.experiment.compare import compare
+
+    code, document = await compare(ROOT / "topologies" / "hot-key.yaml", ["mrec"], chaos_path=None, seed=5,
+                                   out_dir=tmp_path / "wm", duration_s=2.0, write_modes=["any", "single", "home"])  # fmt: skip
+    modes = document["modes"]
+    assert code == 0 and set(modes) == {"mrec-any", "mrec-single", "mrec-home"}, document
+    assert {name: summary["write_mode"] for name, summary in modes.items()} == {
+        "mrec-any": "any", "mrec-single": "single", "mrec-home": "home"}  # fmt: skip
+    assert modes["mrec-any"]["lost_writes"]["count"] > 0
+    for name in ("mrec-single", "mrec-home"):  # one writer region per item: nothing for LWW to throw away
+        assert modes[name]["lost_writes"]["count"] == 0 and modes[name]["conflicts"]["lww_overwrites"] == 0
+    assert "lost writes" in (tmp_path / "wm" / "compare.md").read_text()
+    assert "chart-compare-costs" in (tmp_path / "wm" / "report.html").read_text()

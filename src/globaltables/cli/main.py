@@ -358,12 +358,15 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--modes", default="mrec,mrsc", metavar="M,M", help="comma-separated modes to run (default mrec,mrsc)"
     )
+    parser.add_argument("--write-modes", metavar="W,W",
+                        help="also run each mode once per write mode (any, single, home), side by side")  # fmt: skip
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from ..experiment.compare import compare_command
 
-    return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration)
+    return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration,
+                           args.write_modes)  # fmt: skip
 
 
 COMMANDS = [

@@ -420,8 +420,8 @@ if (DATA.error) {
     check.findings.slice(0, 10).forEach((finding, fi) => {
       violated.append(el('p', {}, `${finding.table}[${finding.key}] ${finding.problem}: ${finding.detail}`));
       const lanes = finding.lanes.filter(l => l.start !== null);
-      chart(violated, `chart-violation-${ci}-${fi}`, lanes.map(l => ({x: [l.start, l.end === null ? l.start : l.end], y: [l.region, l.region], mode: 'lines+markers', name: l.label, line: {width: 8}, hovertext: l.label, hoverinfo: 'text+x'})),
-            shaded({showlegend: false, yaxis: {type: 'category'}, height: 240}));
+      chart(violated, `chart-violation-${ci}-${fi}`, lanes.map(l => ({x: [l.start, l.end === null ? l.start : l.end], y: [l.region, l.region], mode: 'lines+markers+text', name: l.label, line: {width: 8}, marker: {size: 10}, text: ['', l.label], textposition: 'top left', hovertext: l.label, hoverinfo: 'text+x'})),
+            shaded({showlegend: false, yaxis: {type: 'category', categoryorder: 'array', categoryarray: r.regions, range: [-0.5, r.regions.length - 0.5], automargin: true}, height: 90 + 50 * r.regions.length}));
     });
   });
 }
@@ -452,6 +452,10 @@ const reads = section('reads', 'Read latency per region and mode (ms, p50)');
 const readTraces = [];
 for (const [mode, s] of ran) for (const op of [...new Set(Object.values(s.reads_ms).flatMap(o => Object.keys(o)))]) readTraces.push({x: regions, y: regions.map(g => ((s.reads_ms[g] || {})[op] || {}).p50), name: `${mode} ${op}`, type: 'bar'});
 chart(reads, 'chart-compare-reads', readTraces, {barmode: 'group', yaxis: {title: {text: 'ms'}}});
+chart(section('costs', 'What each mode cost: conflicts and lost writes'), 'chart-compare-costs', [
+  {x: ran.map(([m]) => m), y: ran.map(([, s]) => s.conflicts.lww_overwrites), name: 'LWW overwrites', type: 'bar'},
+  {x: ran.map(([m]) => m), y: ran.map(([, s]) => (s.lost_writes || {}).count || 0), name: 'lost writes (ledger)', type: 'bar'},
+  {x: ran.map(([m]) => m), y: ran.map(([, s]) => s.conflicts.replicated_write_conflicts), name: 'RWCE answers', type: 'bar'}], {barmode: 'group'});
 const lagLinks = [...new Set(ran.flatMap(([, s]) => Object.keys(s.replication_lag_ms || {})))].sort();
 chart(section('lag', 'Replication lag p50 per link and mode (ms)'), 'chart-compare-lag', ran.map(([mode, s]) => ({x: lagLinks, y: lagLinks.map(l => ((s.replication_lag_ms || {})[l] || {}).p50), name: mode, type: 'bar'})), {barmode: 'group'});
 document.body.dataset.ready = 'true';
