@@ -165,3 +165,20 @@ async def test_compare_puts_mrsc_writes_a_round_trip_above_mrec(tmp_path):
         assert modes["mrec"]["writes_ms"][region]["put"]["p50"] < 25
         assert modes["mrsc"]["write_floor_ms"][region] == 50
     assert "MRSC floor" in (tmp_path / "out" / "compare.md").read_text()
+    # report.html: the modes side by side, each MRSC write beside its floor, in a real browser, offline.
+    from browser import chromium, console_errors, full_page_screenshot, requested_urls
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with chromium() as driver:
+        driver.get((tmp_path / "out" / "report.html").as_uri())
+        WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === 'true'"))
+        assert console_errors(driver) == []
+        assert all(url.startswith("file://") for url in requested_urls(driver))
+        names = driver.execute_script("return document.getElementById('chart-compare-writes').data.map(t => t.name)")
+        assert {"mrec write p50", "mrsc write p50", "MRSC floor"} <= set(names)
+        floor = driver.execute_script(
+            "return document.getElementById('chart-compare-writes').data.find(t => t.name === 'MRSC floor').y")
+        assert floor == [50, 50, 50]
+        full_page_screenshot(driver, "compare-html.png")
+    for mode in ("mrec", "mrsc"):
+        assert (tmp_path / "out" / mode / "report.html").stat().st_size > 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .faults import CLOCK_VERBS, LINK_VERBS, PARTITION_VERBS, Fault
+from .faults import CLOCK_VERBS, LINK_VERBS, PARTITION_VERBS, TABLE_VERBS, Fault
 from .grudges import merge
 from .history import History
 from .schedule import Schedule
@@ -36,6 +36,7 @@ class Controller:
         self._pushed_grudges: dict[str, frozenset[str]] = {}
         self._pushed_links: dict[tuple[str, str], dict[str, Any]] = {}
         self._pushed_clocks: dict[str, tuple] = {}
+        self._pushed_holds: dict[str, dict[str, list[str]]] = {}
 
     # -- recording --------------------------------------------------------------------------------------------
 
@@ -67,6 +68,16 @@ class Controller:
                 clock["strobe"] = params.get("strobe", clock["strobe"])
         return grudges, links, clocks
 
+    def desired_holds(self) -> dict[str, dict[str, list[str]]]:
+        """{region: {table: sorted peers}} from every active pause-replication (holds of one table add up)."""
+        holds: dict[str, dict[str, set[str]]] = {}
+        for fault in self.active:
+            if fault.verb in TABLE_VERBS:
+                for region, tables in fault.held_replication(self.target.regions).items():
+                    for table, peers in tables.items():
+                        holds.setdefault(region, {}).setdefault(table, set()).update(peers)
+        return {region: {t: sorted(p) for t, p in sorted(tables.items())} for region, tables in holds.items()}
+
     def push(self, force: set[str] = frozenset()) -> None:
         """Send the target what changed since the last push (everything for the regions in `force`)."""
         grudges, links, clocks = self.desired()
@@ -86,6 +97,14 @@ class Controller:
                 else:
                     target.set_clock(region, clock["offset_ms"], clock["bump_ms"], clock["drift_ppm"], clock["strobe"])
                 self._pushed_clocks[region] = key
+        holds = self.desired_holds()
+        for region in target.regions:
+            if region in self.down:
+                continue
+            wanted_holds = holds.get(region, {})
+            if region in force or self._pushed_holds.get(region, {}) != wanted_holds:
+                target.set_held_replication(region, wanted_holds)
+                self._pushed_holds[region] = wanted_holds
         for pair in sorted(set(links) | set(self._pushed_links)):
             if pair[0] in self.down:
                 continue
@@ -153,6 +172,7 @@ class Controller:
         self._pushed_grudges.clear()
         self._pushed_links.clear()
         self._pushed_clocks.clear()
+        self._pushed_holds.clear()
 
     # -- running ----------------------------------------------------------------------------------------------
 

@@ -8,6 +8,11 @@ faults and pushes to a `FaultTarget`:
 - link changes: `{(source, target): {field: value}}` over the topology's link (latency_ms, jitter_ms, distribution,
   loss, loss_burst, duplicate, reorder, reorder_ms, bandwidth_kbps, stalled),
 - clock changes: `{region: {field: value}}` (offset_ms, drift_ppm, bump_ms, strobe),
+- held replication: `{region: {table: peers}}`, the peers a region does not ship a table's records to
+  (`pause-replication`, shaped after AWS FIS's aws:dynamodb:global-table-pause-replication: a table, a duration,
+  and optionally the one replica whose replication in and out is paused; without it, the table's replication
+  between every pair of replicas. FIS says replication may go on for up to 5 minutes after the action begins;
+  here the hold starts at once, so a run can measure the pause itself),
 plus process actions (crash/restart, pause/resume), which are events rather than state.
 
 Durations are `500ms`, `5s`, `1.5s`, `2m` or a bare number of seconds; offsets may carry a sign (`+500ms`).
@@ -31,7 +36,8 @@ CLOCK_VERBS = ("skew", "drift", "bump", "strobe")
 PARTITION_VERBS = ("partition", "isolate", "split", "bridge", "ring", "witness-loss")
 PROCESS_VERBS = ("crash", "pause")  # with a duration: restart / resume at the end
 EVENT_VERBS = ("restart", "resume", "heal")
-VERBS = PARTITION_VERBS + LINK_VERBS + CLOCK_VERBS + PROCESS_VERBS + EVENT_VERBS
+TABLE_VERBS = ("pause-replication",)
+VERBS = PARTITION_VERBS + LINK_VERBS + CLOCK_VERBS + PROCESS_VERBS + EVENT_VERBS + TABLE_VERBS
 DISTRIBUTIONS = ("constant", "uniform", "normal", "exponential", "pareto")
 
 
@@ -91,7 +97,7 @@ class Fault:
             record["sides"] = [list(side) for side in self.sides]
         if self.one_way:
             record["one_way"] = True
-        record.update(self.params)
+        record.update(self.params)  # pause-replication: `table`; regions [] means every replica
         if self.duration is not None:
             record["for_s"] = self.duration
         return record
@@ -132,6 +138,20 @@ class Fault:
             return {}
         return {self.regions[0]: dict(self.params)}
 
+    def held_replication(self, all_regions: Sequence[str]) -> dict[str, dict[str, set[str]]]:
+        """pause-replication: {region: {table: peers it does not ship the table to}}. With a region, that replica's
+        replication both ways; without, every link of the table."""
+        if self.verb not in TABLE_VERBS:
+            return {}
+        table = self.params["table"]
+        paused = set(self.regions) if self.regions else set(all_regions)
+        held: dict[str, dict[str, set[str]]] = {}
+        for source in all_regions:
+            peers = {peer for peer in all_regions if peer != source and (source in paused or peer in paused)}
+            if peers:
+                held[source] = {table: peers}
+        return held
+
     def resources(self) -> list[tuple[str, ...]]:
         """What this fault holds exclusively while active: two overlapping faults holding one are contradictory
         (two latencies on one link, two skews of one clock, a crash during a pause of the same region)."""
@@ -141,6 +161,8 @@ class Fault:
             return [("clock", self.verb, self.regions[0])]
         if self.verb in PROCESS_VERBS:
             return [("process", self.regions[0])]
+        if self.verb in TABLE_VERBS:
+            return [("table", self.verb, self.params["table"], *self.regions)]
         return []
 
 
@@ -202,6 +224,13 @@ def build(
             members = (region(take("region"), "region"),)
             if members[0] in sides[0] or members[0] in sides[1]:
                 raise FaultError(f"region: the bridge {members[0]} must not be on either side")
+    elif verb in TABLE_VERBS:
+        table = take("table")
+        if not isinstance(table, str) or not table:
+            raise FaultError(f"table: expected a table name, got {table!r}")
+        params["table"] = table
+        if "region" in fields:
+            members = (region(take("region"), "region"),)
     if verb == "latency":
         params["latency_ms"] = parse_duration(take("latency"), "latency") * 1000
         if "jitter" in fields:

@@ -32,6 +32,7 @@ class FaultTarget(Protocol):
     def set_clock(self, region: str, offset_ms: float | None, bump_ms: float, drift_ppm: float,
                   strobe: Mapping[str, float] | None) -> None: ...  # fmt: skip
     def process(self, region: str, action: str) -> None: ...
+    def set_held_replication(self, region: str, held: Mapping[str, Iterable[str]]) -> None: ...
     def heal_all(self) -> None: ...
 
 
@@ -113,6 +114,9 @@ class RegionControlTarget:
             offset_ms = (self.baseline_offsets_ms.get(region, 0.0) if offset_ms is None else offset_ms) + bump_ms
         self.faults(region, {"clock_offset_ms": offset_ms, "clock": {"drift_ppm": drift_ppm, "strobe": strobe or None}})
 
+    def set_held_replication(self, region: str, held: Mapping[str, Iterable[str]]) -> None:
+        self.faults(region, {"held_replication": {table: sorted(peers) for table, peers in held.items()}})
+
     def process(self, region: str, action: str) -> None:
         if self.supervisor_url is None:
             raise TargetError("no supervisor control URL in state.json: is `globaltables up` running?")
@@ -171,6 +175,14 @@ class SimTarget:
         else:
             clock.stop_strobe()
 
+    def set_held_replication(self, region: str, held: Mapping[str, Iterable[str]]) -> None:
+        state = self.cluster.region(region)
+        node = getattr(state, "node", None)
+        if node is None or not hasattr(node, "hold"):
+            raise TargetError(f"the simulator cannot pause replication in {region}")
+        node.hold({table: frozenset(peers) for table, peers in held.items()})
+        state.driver.arm()
+
     def process(self, region: str, action: str) -> None:
         state = self.cluster.region(region)
         if action == "crash":
@@ -197,3 +209,7 @@ class SimTarget:
         self.cluster.network.heal()
         for region in self.regions:
             self.cluster.clock(region).heal()
+            state = self.cluster.region(region)
+            if getattr(getattr(state, "node", None), "held", None):
+                state.node.hold({})
+                state.driver.arm()

@@ -292,18 +292,32 @@ def add_chaos_arguments(parser: argparse.ArgumentParser) -> None:
         "verb", metavar="VERB",
         help="partition A B | latency A B 200ms | loss A B 0.2 | duplicate A B 0.1 | reorder A B 0.2 [50ms] | "
         "bandwidth A B KB/s | stall A B | skew A +500ms | crash A | restart A | pause A | resume A | heal [all] | "
-        "run SCHEDULE.yaml",
+        "pause-replication TABLE [A] [--for 5s] | run SCHEDULE.yaml",
     )  # fmt: skip
     parser.add_argument("operands", nargs="*", metavar="ARG", help="regions and values (use -- before -500ms)")
     parser.add_argument("--one-way", action="store_true", help="only the direction A -> B")
     parser.add_argument("--seed", type=int, help="run: override the schedule's nemesis seed")
+    parser.add_argument("--for", dest="hold_for", metavar="DURATION",
+                        help="pause-replication: resume after this long (5s, 500ms); default: until heal")  # fmt: skip
     parser.add_argument("--data-dir", type=Path, metavar="DIR", help="state dir of the running `up`")
 
 
 def run_chaos(args: argparse.Namespace) -> int:
     from ..experiment.chaos_commands import run_chaos as chaos
 
-    return chaos(args.topology, args.verb, args.operands, args.one_way, args.data_dir, args.seed)
+    from ..chaos.faults import FaultError, parse_duration
+
+    hold_for = None
+    if args.hold_for is not None:
+        if args.verb != "pause-replication":
+            print(f"globaltables chaos: --for only applies to pause-replication, not {args.verb}", file=sys.stderr)
+            return 2
+        try:
+            hold_for = parse_duration(args.hold_for, "--for")
+        except FaultError as error:
+            print(f"globaltables chaos: {error}", file=sys.stderr)
+            return 2
+    return chaos(args.topology, args.verb, args.operands, args.one_way, args.data_dir, args.seed, hold_for)
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -363,12 +377,15 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--modes", default="mrec,mrsc", metavar="M,M", help="comma-separated modes to run (default mrec,mrsc)"
     )
+    parser.add_argument("--write-modes", metavar="W,W",
+                        help="also run each mode once per write mode (any, single, home), side by side")  # fmt: skip
 
 
 def run_compare(args: argparse.Namespace) -> int:
     from ..experiment.compare import compare_command
 
-    return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration)
+    return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration,
+                           args.write_modes)  # fmt: skip
 
 
 COMMANDS = [

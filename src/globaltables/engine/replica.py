@@ -8,11 +8,15 @@ Rules
    operations, batches, transactions, TTL) gets versions, tombstones and the LWW rules alike.
 3. `apply_replicated` merges a lane's records in one store transaction together with the new applied position:
    either all of it happens or none, and a record at or below the applied position is never applied twice.
-4. A record that loses (its version is not greater than the stored one, item or tombstone) leaves no trace.
+4. A record that loses (its version is not greater than the stored one, item or tombstone) leaves no trace in the
+   store. The host may listen (`on_decision`) to every apply decision — a replicated record applied or lost, a local
+   write stamped behind the stored version — after its transaction committed; the lost-write ledger of an
+   experiment (experiment/ledger.py) is built from them. The engine reads no clock for it: the host times them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import orjson
@@ -25,6 +29,10 @@ from .values import item_size
 
 if TYPE_CHECKING:
     from .engine import Engine
+
+
+# (origin, table, key, version, lost_to): `lost_to` is the stored version that beat `version`, None when it applied.
+DecisionObserver = Callable[[str, str, dict, str, "str | None"], None]
 
 
 class VersionSource(Protocol):
@@ -66,6 +74,7 @@ class ReplicaPort:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.on_decision: DecisionObserver | None = None  # told of every apply decision (rule 4)
 
     # ------------------------------------------------------------------------------------------------ stamping
 
@@ -95,7 +104,13 @@ class ReplicaPort:
             version = versions.stamp(old_version)
             write.version = version
             if old_version is not None and version <= old_version:
-                continue  # a wall-clock stamp behind the stored version: this write loses
+                # A wall-clock stamp behind the stored version: this write loses. (Told before the commit: a
+                # losing write commits nothing of its own.)
+                if self.on_decision is not None and table.replicas:
+                    image = write.item if write.item is not None else write.old
+                    if image is not None:
+                        self.on_decision(engine.region, write.table, table.key.key_of(image), version, old_version)
+                continue
             if table.replicas and write.item is None:
                 if now is None:
                     now = engine.clock.wall_time()
@@ -185,6 +200,8 @@ class ReplicaPort:
                 fresh.append(record)
         writes: list[ItemWrite] = []
         won: list[str] = []
+        decisions: list[tuple[dict, str, str | None]] = []
+        observe = self.on_decision
         if fresh:
             engine.versions.observe(max(record.version for record in fresh))
             key_of = definition.key.key_of
@@ -196,6 +213,8 @@ class ReplicaPort:
             for record, (pk, sk) in zip(fresh, keys, strict=True):
                 item, version, tombstone = latest.get((pk, sk), absent)
                 if version is not None and record.version <= version:
+                    if observe is not None:
+                        decisions.append((record.key or key_of(record.image), record.version, version))
                     continue  # an older version: it loses and leaves no trace
                 if record.service and item is not None and not engine.ttl.expired(definition, item):
                     # A TTL deletion of an item that, here, has since been given a later expiry (or none): it does
@@ -217,7 +236,12 @@ class ReplicaPort:
                 )  # fmt: skip
                 latest[(pk, sk)] = (image, record.version, image is None)
                 won.append(record.version)
+                if observe is not None:
+                    decisions.append((record.key or key_of(record.image), record.version, None))
         engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
+        if observe is not None:
+            for key, version, lost_to in decisions:
+                observe(origin, table, key, version, lost_to)
         return applied, won
 
     # ---------------------------------------------------------------------------------------------- retention

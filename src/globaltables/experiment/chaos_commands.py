@@ -2,7 +2,9 @@
 
 Both find the running regions through the state dir's `state.json` (endpoints, supervisor control URL) and the
 topology's secret. `chaos` validates the whole command against the topology before touching anything: an unknown
-verb or region exits 2 and changes nothing. One-shot faults persist until `heal`; `chaos T run SCHEDULE.yaml
+verb or region exits 2 and changes nothing. One-shot faults persist until `heal`; `chaos T pause-replication TABLE [REGION] [--for 5s]` holds a table's
+replication (every link of it, or that replica's both ways) until `heal`, or for the duration given, the command
+waiting and then resuming it. `chaos T run SCHEDULE.yaml
 [--seed N]` runs a schedule (chaos.controller) ending with the final heal and quiet period.
 `check` waits until every lane's acknowledged position equals its log end on two consecutive polls, then compares
 every replica's (not the witness's) base tables and GSIs: exit 0 converged, 1 not (keys listed), 2 could not run.
@@ -32,7 +34,7 @@ from .topology import Topology, TopologyError, load_topology
 
 CLI_VERBS = (
     "partition", "latency", "loss", "duplicate", "reorder", "bandwidth", "stall", "skew", "crash", "restart", "pause",
-    "resume", "heal", "run",
+    "resume", "heal", "run", "pause-replication",
 )  # fmt: skip
 # One-shot link faults other than latency: each adds to the link's faults in force (the region keeps one set per
 # link), so `loss` then `duplicate` on the same link keeps both.
@@ -72,7 +74,7 @@ def cli_fault(topology: Topology, verb: str, operands: list[str], one_way: bool)
         raise FaultError(f"unknown verb {verb!r}; use one of {', '.join(CLI_VERBS)}")
     arity = {
         "partition": 2, "latency": 3, "loss": 3, "duplicate": 3, "reorder": (3, 4), "bandwidth": 3, "stall": 2,
-        "skew": 2, "heal": (0, 1), "run": 1,
+        "skew": 2, "heal": (0, 1), "run": 1, "pause-replication": (1, 2),
     }.get(verb, 1)  # fmt: skip
     if (isinstance(arity, tuple) and len(operands) not in arity) or (isinstance(arity, int) and len(operands) != arity):
         raise FaultError(f"{verb}: wrong number of operands {operands!r}")
@@ -83,6 +85,15 @@ def cli_fault(topology: Topology, verb: str, operands: list[str], one_way: bool)
     if verb == "run":
         return None
     fields: dict[str, Any] = {"one_way": one_way} if one_way else {}
+    if verb == "pause-replication":
+        table_names = [spec.name for spec in topology.tables]
+        if operands[0] not in table_names:
+            raise FaultError(f"pause-replication: no table {operands[0]!r} in the topology; tables: "
+                             f"{', '.join(table_names) or 'none'}")  # fmt: skip
+        fields["table"] = operands[0]
+        if len(operands) == 2:
+            fields["region"] = operands[1]
+        return build(verb, fields, names)
     if verb in ("partition", "latency", *LINK_VERBS):
         fields["between"] = operands[:2]
         if verb == "latency":
@@ -107,8 +118,26 @@ def _number(verb: str, name: str, text: str) -> float:
         raise FaultError(f"{verb}: {name} {text!r} is not a number") from None
 
 
+def pause_replication(target: RegionControlTarget, fault, hold_for_s: float | None) -> None:
+    """Add the fault's holds to what each region holds already; with a duration, wait, then take them back."""
+    added = fault.held_replication(target.regions)
+    before = {region: target.status(region).get("held", {}) for region in target.regions}
+    for region, tables in added.items():
+        held = {table: set(peers) for table, peers in before[region].items()}
+        for table, peers in tables.items():
+            held.setdefault(table, set()).update(peers)
+        target.set_held_replication(region, held)
+    print(json.dumps({"paused_replication": fault.describe()}), flush=True)
+    if hold_for_s is None:
+        return
+    time.sleep(hold_for_s)
+    for region in added:
+        target.set_held_replication(region, before[region])
+    print(json.dumps({"resumed_replication": fault.describe()}), flush=True)
+
+
 def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool, data_dir: Path | None,
-              seed: int | None = None) -> int:  # fmt: skip
+              seed: int | None = None, hold_for_s: float | None = None) -> int:  # fmt: skip
     try:
         topology = load_topology(topology_path)
         fault = cli_fault(topology, verb, operands, one_way)
@@ -151,6 +180,8 @@ def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool
                 target.faults(source, {"links": {receiver: changes}})
         elif verb == "skew":
             target.faults(fault.regions[0], {"clock_offset_ms": fault.params["offset_ms"]})
+        elif verb == "pause-replication":
+            pause_replication(target, fault, hold_for_s)
         else:
             target.process(fault.regions[0], verb)
     except TargetError as error:

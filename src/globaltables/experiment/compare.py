@@ -4,9 +4,12 @@ Each mode runs the topology's workload with the same seed (and chaos schedule) o
 `mode:` replaced (`DIR/<mode>/topology.yaml`); its full results land in `DIR/<mode>/`. A mode that cannot run — the
 copy is not a valid topology for that mode, or the regions do not run it — is recorded as not
 run, with the reason, never with made-up numbers. Then `DIR/compare.json` (keyed by mode), `DIR/compare.md` and
-`DIR/compare.png`: write and read latency per region, errors, conflicts, replication lag, and next to every MRSC
+`DIR/compare.png` and `DIR/report.html` (the modes side by side, each linking its own report.html): write and read latency per region, errors, conflicts, replication lag, and next to every MRSC
 write latency the floor the topology predicts: one round trip to the nearest other member (replica or witness),
 since a strongly consistent write needs a quorum of two.
+
+With `--write-modes any,single,home` each mode runs once per write mode (`DIR/<mode>-<write mode>/`), so the
+comparison shows what each write mode costs in conflicts and lost writes on the same topology and seed.
 
 Exit status: 0 every mode ran and its checks are valid, 1 a check is invalid, 2 a mode could not run or a check's
 verdict is unknown.
@@ -25,6 +28,7 @@ import yaml
 
 from ..chaos.checkers.result import INVALID, VALID, overall
 from ..runtime.yaml_documents import load_yaml
+from .html_report import write_compare_html
 from .runner import EXIT_CHECK_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, run_experiment
 from .topology import Topology, TopologyError, load_topology
 
@@ -46,10 +50,15 @@ def mrsc_floor_ms(topology: Topology) -> dict[str, float]:
     return floors
 
 
-def mode_copy(topology_path: Path, mode: str, directory: Path) -> Path:
-    """The topology file with `mode:` replaced (secret_file made absolute, so it still resolves)."""
+def mode_copy(topology_path: Path, mode: str, directory: Path, write_mode: str | None = None) -> Path:
+    """The topology file with `mode:` (and the workload's `write_mode:`) replaced (secret_file made absolute, so it
+    still resolves)."""
     document = load_yaml(topology_path.read_text(encoding="utf-8"))
     document["mode"] = mode
+    if write_mode is not None and isinstance(document.get("workload"), dict):
+        document["workload"]["write_mode"] = write_mode
+        if write_mode != "single":
+            document["workload"].pop("write_region", None)
     if document.get("secret_file"):
         document["secret_file"] = str((topology_path.parent / document["secret_file"]).resolve())
     directory.mkdir(parents=True, exist_ok=True)
@@ -59,6 +68,13 @@ def mode_copy(topology_path: Path, mode: str, directory: Path) -> Path:
         + yaml.safe_dump(document, sort_keys=False)
     )
     return path
+
+
+def variants(modes: list[str], write_modes: list[str] | None) -> list[tuple[str, str, str | None]]:
+    """(name, mode, write mode) of every run: the mode alone, or `<mode>-<write mode>` for each write mode."""
+    if not write_modes:
+        return [(mode, mode, None) for mode in modes]
+    return [(f"{mode}-{write_mode}", mode, write_mode) for mode in modes for write_mode in write_modes]
 
 
 def _pick(latency: dict[str, dict], region: str, ops: tuple[str, ...]) -> dict[str, Any]:
@@ -79,6 +95,7 @@ def summarise(results: dict[str, Any], floors: dict[str, float] | None) -> dict[
         "conflicts": results["conflicts"],
         "replication_lag_ms": results["replication_lag_ms"],
         "staleness": results.get("staleness", {}),
+        "lost_writes": results.get("lost_writes"),
     }
     if floors is not None:
         summary["write_floor_ms"] = floors
@@ -94,17 +111,18 @@ async def compare(
     out_dir: Path,
     duration_s: float | None = None,
     progress_stream=None,
+    write_modes: list[str] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     comparison: dict[str, Any] = {}
     codes = []
-    for mode in modes:
-        directory = out_dir / mode
-        copy = mode_copy(topology_path, mode, directory)
+    for name, mode, write_mode in variants(modes, write_modes):
+        directory = out_dir / name
+        copy = mode_copy(topology_path, mode, directory, write_mode)
         try:
             topology = load_topology(copy)
         except TopologyError as error:
-            comparison[mode] = {"ran": False, "reason": f"not a valid {mode} topology: " + "; ".join(error.errors)}
+            comparison[name] = {"ran": False, "reason": f"not a valid {mode} topology: " + "; ".join(error.errors)}
             codes.append(EXIT_INCOMPLETE)
             continue
         outcome = await run_experiment(
@@ -113,15 +131,17 @@ async def compare(
         )  # fmt: skip
         codes.append(outcome.exit_code)
         if outcome.results is None:
-            comparison[mode] = {"ran": False, "reason": outcome.reason}
+            comparison[name] = {"ran": False, "reason": outcome.reason}
             continue
-        comparison[mode] = summarise(outcome.results, mrsc_floor_ms(topology) if mode == "mrsc" else None)
-        comparison[mode]["results"] = f"{mode}/results.json"
+        comparison[name] = summarise(outcome.results, mrsc_floor_ms(topology) if mode == "mrsc" else None)
+        comparison[name]["results"] = f"{name}/results.json"
+        comparison[name]["mode"], comparison[name]["write_mode"] = mode, outcome.results["workload"]["write_mode"]
     document = {"topology": str(topology_path), "seed": seed, "chaos": str(chaos_path) if chaos_path else None,
                 "modes": comparison}  # fmt: skip
     (out_dir / "compare.json").write_text(json.dumps(document, indent=2) + "\n")
     (out_dir / "compare.md").write_text(render(document))
     _plot(out_dir, comparison)
+    write_compare_html(out_dir, document)
     if EXIT_INCOMPLETE in codes:
         return EXIT_INCOMPLETE, document
     return (EXIT_CHECK_FAILED if EXIT_CHECK_FAILED in codes else EXIT_PASSED), document
@@ -147,7 +167,8 @@ def render(document: dict[str, Any]) -> str:
         return "\n".join(lines + ["", "No mode ran, so there is nothing to compare.", ""])
     lines += ["", "## Writes (ms, p50 / p99 from intended start)", ""]
     header = "| region | op |" + "".join(f" {mode} p50 | {mode} p99 |" for mode in ran)
-    if "mrsc" in ran:
+    floors = next((summary["write_floor_ms"] for summary in ran.values() if "write_floor_ms" in summary), None)
+    if floors is not None:
         header += " MRSC floor (RTT to nearest member) |"
     lines += [header, "|" + " --- |" * (header.count("|") - 1)]
     regions = sorted({region for summary in ran.values() for region in summary["writes_ms"]})
@@ -162,11 +183,11 @@ def render(document: dict[str, Any]) -> str:
                 for summary in ran.values():
                     stats = summary[kind].get(region, {}).get(op)
                     row += f" {_ms(stats, 'p50')} | {_ms(stats, 'p99')} |"
-                if kind == "writes_ms" and "mrsc" in ran:
-                    row += f" {ran['mrsc']['write_floor_ms'].get(region, '–')} |"
+                if kind == "writes_ms" and floors is not None:
+                    row += f" {floors.get(region, '–')} |"
                 lines.append(row)
-    lines += ["", "## Errors, conflicts, replication lag", "", "| mode | errors | RWCE | LWW overwrites | lag p50 (ms, per link) |",
-              "| --- | --- | ---: | ---: | --- |"]  # fmt: skip
+    lines += ["", "## Errors, conflicts, replication lag", "", "| mode | errors | RWCE | LWW overwrites | lost writes | lag p50 (ms, per link) |",
+              "| --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
     for mode, summary in ran.items():
         errors = {}
         for region_errors in summary["errors"].values():
@@ -175,7 +196,8 @@ def render(document: dict[str, Any]) -> str:
         lag = ", ".join(f"{link} {_ms(stats, 'p50')}" for link, stats in summary["replication_lag_ms"].items()) or "–"
         lines.append(
             f"| {mode} | {', '.join(f'{k} {v}' for k, v in errors.items()) or 'none'} | "
-            f"{summary['conflicts']['replicated_write_conflicts']} | {summary['conflicts']['lww_overwrites']} | {lag} |"
+            f"{summary['conflicts']['replicated_write_conflicts']} | {summary['conflicts']['lww_overwrites']} | "
+            f"{(summary.get('lost_writes') or {}).get('count', '–')} | {lag} |"
         )
     lines += ["", "## Staleness of eventually consistent reads", "",
               "| mode | region | reads | stale | max versions behind | max ms behind | mean ms behind |",
@@ -213,7 +235,7 @@ def _plot(out_dir: Path, comparison: dict[str, Any]) -> None:
             values.append(stats["p50"] if stats and stats.get("p50") is not None else 0)
         positions = [i + index * width for i in range(len(regions))]
         axis.bar(positions, values, width, label=f"{mode} write p50")
-        if mode == "mrsc":
+        if "write_floor_ms" in summary:
             floors = [summary["write_floor_ms"].get(region, 0) for region in regions]
             axis.scatter(positions, floors, marker="_", s=400, color="black", label="MRSC floor (RTT to nearest)")
     axis.set_xticks([i + width * (len(ran) - 1) / 2 for i in range(len(regions))], regions)
@@ -225,13 +247,23 @@ def _plot(out_dir: Path, comparison: dict[str, Any]) -> None:
 
 
 def compare_command(
-    topology_path: Path, modes_text: str, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s=None
+    topology_path: Path, modes_text: str, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s=None,
+    write_modes_text: str | None = None,
 ) -> int:
+    from .workload import WRITE_MODES
+
     modes = [mode.strip() for mode in modes_text.split(",") if mode.strip()]
     unknown = [mode for mode in modes if mode not in ("mrec", "mrsc")]
     if not modes or unknown or len(set(modes)) != len(modes):
         print(f"globaltables compare: --modes {modes_text!r}: list distinct modes from mrec, mrsc", file=sys.stderr)
         return EXIT_INCOMPLETE
+    write_modes = None
+    if write_modes_text is not None:
+        write_modes = [mode.strip() for mode in write_modes_text.split(",") if mode.strip()]
+        if not write_modes or set(write_modes) - set(WRITE_MODES) or len(set(write_modes)) != len(write_modes):
+            print(f"globaltables compare: --write-modes {write_modes_text!r}: list distinct write modes from "
+                  f"{', '.join(WRITE_MODES)}", file=sys.stderr)  # fmt: skip
+            return EXIT_INCOMPLETE
     try:
         name = load_topology(topology_path).name
     except TopologyError as error:
@@ -247,6 +279,7 @@ def compare_command(
             out_dir=out_dir,
             duration_s=duration_s,
             progress_stream=sys.stderr,
+            write_modes=write_modes,
         )
     )
     for mode, summary in document["modes"].items():

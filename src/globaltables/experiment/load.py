@@ -16,7 +16,11 @@ Theory of operation
 - History names: put / update / delete / get / strong_get / query; a conditional_update is recorded as `update`
   (it is a write for the checkers) with the history condition {"exists": true} (its `attribute_exists(value)`:
   every item written has `value`), so a ConditionalCheckFailed is checked as a read; its latency and errors are
-  under `conditional_update`.
+  under `conditional_update`. A list-append workload (`append` in the mix) records `append` (value: the one
+  element appended) and its reads as `read` / `strong_read` with the list read (`l`, or null when there is no
+  item), as Elle's list-append histories name them.
+- Write modes (workload.py): a write drawn by region R's clients is sent to `Workload.write_target(R, key)`; the
+  history and the samples name the region it was sent to.
 - Seeds: each region draws keys and operations from `rng.fork("workload/<region>")`, so `--seed` fixes what is asked
   (and when), not how the answers interleave.
 - Replication lag probe: every `lag_probe_interval_s` each region writes its own probe key and every other replica
@@ -41,7 +45,7 @@ from ..chaos.history import DEFINITE_ERRORS, History
 from ..region.signing import client_headers, key_for
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
-from .workload import KeyChooser, OperationChooser, Workload
+from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload
 
 VERSION_HEADER = "x-globaltables-version"
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -49,6 +53,8 @@ PROBE_POLL_S = 0.005
 PROBE_GIVE_UP_S = 30.0
 HISTORY_NAMES = {"conditional_update": "update"}
 HISTORY_CONDITIONS = {"conditional_update": {"exists": True}}
+LIST_HISTORY_NAMES = {"get": "read", "strong_get": "strong_read"}  # reads of a list-append workload
+LIST_ATTRIBUTE = "l"
 
 
 @dataclass
@@ -121,6 +127,14 @@ def signed_headers(
     return headers
 
 
+def list_elements(item: dict) -> list | None:
+    """The unique values of a list-append item's `l` attribute (None: the item has no list)."""
+    raw = item.get(LIST_ATTRIBUTE)
+    if not isinstance(raw, dict) or "L" not in raw:
+        return None
+    return [element.get("S") for element in raw["L"] if isinstance(element, dict)]
+
+
 class Answer:
     __slots__ = ("body", "error", "outcome", "version")
 
@@ -158,11 +172,14 @@ class LoadGenerator:
         self._free: dict[str, list[str]] = {region: [] for region in endpoints}
         self._next_process: dict[str, int] = {region: 0 for region in endpoints}
         self._sequence = 0
+        self.lists = "append" in workload.mix  # a list-append workload: reads record the list
         self.session: aiohttp.ClientSession | None = None
         self.sent = 0
         self.completed = 0
         self.errors = 0
         self.stop_probes = asyncio.Event()
+        # Requests in flight per region they are sent to (write modes route some regions' writes elsewhere).
+        self._slots = {region: asyncio.Semaphore(workload.clients_per_region) for region in endpoints}
 
     # ------------------------------------------------------------------------------------------ wire
 
@@ -230,6 +247,14 @@ class LoadGenerator:
             if op == "conditional_update":
                 body["ConditionExpression"] = "attribute_exists(#v)"
             return "UpdateItem", body
+        if op == "append":
+            return "UpdateItem", {
+                "TableName": table,
+                "Key": key,
+                "UpdateExpression": "SET #l = list_append(if_not_exists(#l, :empty), :v)",
+                "ExpressionAttributeNames": {"#l": LIST_ATTRIBUTE},
+                "ExpressionAttributeValues": {":v": {"L": [{"S": value}]}, ":empty": {"L": []}},
+            }
         if op == "delete":
             return "DeleteItem", {"TableName": table, "Key": key}
         if op in ("get", "strong_get"):
@@ -244,10 +269,12 @@ class LoadGenerator:
             }
         raise ValueError(f"unknown operation {op!r}")
 
-    @staticmethod
-    def read_value(op: str, body: Any) -> Any:
+    def read_value(self, op: str, body: Any, lists: bool = False) -> Any:
         if not isinstance(body, dict):
             return None
+        if lists:
+            item = body.get("Item")
+            return None if item is None else list_elements(item)
         if op == "query":
             items = body.get("Items") or []
             return [item.get("value", {}).get("S") for item in items] if items else None
@@ -265,19 +292,20 @@ class LoadGenerator:
         probe: bool = False,
     ) -> Answer:
         async with slots:
-            is_write = op in ("put", "update", "conditional_update", "delete")
+            is_write = op in WRITE_OPERATIONS
             value = self._unique_value(region) if is_write and op != "delete" else None
             process = self._acquire_process(region)
+            lists = self.lists and not probe  # the lag probe's reads are register reads in any workload
+            name = (LIST_HISTORY_NAMES if lists else HISTORY_NAMES).get(op, op)
             invocation = self.history.invoke(
-                process, region, HISTORY_NAMES.get(op, op), self.table, key, value,
-                condition=HISTORY_CONDITIONS.get(op),
+                process, region, name, self.table, key, value, condition=HISTORY_CONDITIONS.get(op),
             )  # fmt: skip
             self.sent += 1
             operation, body = self.request(op, key, value)
             answer = await self.call(region, operation, body)
             done = self.clock.monotonic()
             if answer.outcome == "ok":
-                read = None if is_write else self.read_value(op, answer.body)
+                read = None if is_write else self.read_value(op, answer.body, lists)
                 self.history.ok(invocation, value=read, version=answer.version)
             else:
                 self.errors += not probe
@@ -294,7 +322,7 @@ class LoadGenerator:
         region_rng = self.rng.fork(f"workload/{region}")
         keys = KeyChooser(self.workload, region_rng.fork("keys"))
         ops = OperationChooser(self.workload, region_rng.fork("ops"))
-        slots = asyncio.Semaphore(self.workload.clients_per_region)
+        slots_of = self._slots
         interval = 1.0 / self.workload.rate_per_region
         tasks: set[asyncio.Task] = set()
         index = 0
@@ -305,8 +333,12 @@ class LoadGenerator:
             delay = intended - self.clock.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            op, key = ops.next(), self.codec.key(keys.next())
-            task = asyncio.create_task(self.execute(region, op, key, intended, intended >= measure_from, slots))
+            op, index_of_key = ops.next(), keys.next()
+            key = self.codec.key(index_of_key)
+            target = self.workload.write_target(region, index_of_key) if op in WRITE_OPERATIONS else region
+            task = asyncio.create_task(
+                self.execute(target, op, key, intended, intended >= measure_from, slots_of[target])
+            )
             tasks.add(task)
             task.add_done_callback(tasks.discard)
             index += 1

@@ -32,6 +32,9 @@ def write_report(out_dir: Path, results: dict[str, Any], topology: Topology, *, 
     if make_plots:
         drawn = draw_plots(out_dir, results, topology)
     (out_dir / "report.md").write_text(render_markdown(results, drawn))
+    from .html_report import write_run_html
+
+    write_run_html(out_dir, results, {region.name: region.clock_offset_ms for region in topology.regions})
 
 
 def _fmt(value: Any) -> str:
@@ -122,7 +125,16 @@ def render_markdown(results: dict[str, Any], drawn: dict[str, str]) -> str:
         lines.append(
             f"- [{title}]({name})" if name in drawn else f"- {title}: not drawn ({drawn.get('!' + name, 'no data')})"
         )
-    lines += ["", "Files: results.json (schema: docs/results.md), history.jsonl, final_state.jsonl, logs/.",
+    lw = results.get("lost_writes")
+    if lw is not None:
+        lines[lines.index("## Plots")] = (
+            f"Lost writes (lost_writes.jsonl): {lw['count']} acknowledged writes discarded by a region that held a "
+            f"newer version ({lw['writes']} distinct writes; {lw['at_origin']} at their own origin); causes: "
+            + ", ".join(f"{cause} {count}" for cause, count in lw["by_cause"].items())
+            + ".\n\n## Plots"
+        )
+    lines += ["", "The interactive report: [report.html](report.html) (one file, works offline).",
+              "", "Files: results.json (schema: docs/results.md), history.jsonl, final_state.jsonl, logs/.",
               "Rerun the checkers offline: `globaltables check --results <this directory>`.", ""]  # fmt: skip
     return "\n".join(lines)
 

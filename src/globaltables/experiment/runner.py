@@ -30,14 +30,17 @@ import orjson
 
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.linearizable import check as check_linearizable
+from ..chaos.checkers.list_append import check_list_append
 from ..chaos.checkers.lww import check_lww
 from ..chaos.checkers.result import LABEL, CheckResult, exit_status, verdict_of
 from ..chaos.checkers.staleness import check_staleness
+from ..chaos.exports import write_exports
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
+from . import ledger
 from . import results as results_module
 from .load import LoadGenerator
 from .supervisor import Supervisor, SupervisorError
@@ -172,6 +175,14 @@ class Regions:
             await asyncio.sleep(STATUS_POLL_S)
         return None
 
+    async def apply_decisions(self, region: str) -> list[dict]:
+        """The region's apply decisions (region/apply_decisions.py), for the lost-write ledger."""
+        async with self.session.get(
+            f"{self.endpoints[region]}/control/apply-decisions", headers={SECRET_HEADER: self.secret}
+        ) as response:
+            response.raise_for_status()
+            return (await response.json())["decisions"]
+
     async def scan(self, region: str, table: str, key_names: list[str]) -> dict[str, dict]:
         from .load import signed_headers
 
@@ -196,9 +207,12 @@ class Regions:
 
 
 def run_checkers(mode: str, history: History, final_states: dict) -> list[CheckResult]:
-    """MREC: every replica holds the LWW winner; MRSC: strong reads are linearizable per key. Both: convergence."""
+    """MREC: every replica holds the LWW winner; MRSC: strong reads are linearizable per key. Both: convergence.
+    A list-append workload (its history has `append` ops) is checked by the list-append checker instead."""
     checks = [check_convergence(final_states, history=history)]
-    if mode == "mrec":
+    if any(op.f == "append" for op in history.ops):
+        checks.insert(0, check_list_append(history, final_states, strong=mode == "mrsc"))
+    elif mode == "mrec":
         checks.insert(0, check_lww(history, final_states))
     else:
         checks.insert(0, check_linearizable(history, reads=("strong_get",)))
@@ -462,6 +476,7 @@ async def _experiment(
             await asyncio.sleep(schedule.quiet_s)  # the schedule's quiet period before the checkers read
         progress.phase = "checking"
         statuses = {name: await regions.status(name) for name in replicas}
+        decisions = {name: await regions.apply_decisions(name) for name in replicas}
         states: dict[str, dict[str, dict]] = {}
         for name in replicas:
             states[name] = {}
@@ -474,9 +489,13 @@ async def _experiment(
             CheckResult("quiescence", False, f"replication did not drain within {workload.quiesce_timeout_s:.0f} s")
         )
     history.write_jsonl(out_dir / "history.jsonl")
+    write_exports(out_dir, history)  # the same history for elle-cli and Porcupine (chaos/exports.py)
     write_samples(out_dir / "samples.csv", load.samples, measure_from)
     write_final_states(out_dir / "final_state.jsonl", states)
+    lost = ledger.build_ledger(history, decisions, measure_from)
+    ledger.write_files(out_dir, lost, decisions)
     (out_dir / "checks.txt").write_text("\n".join(str(check) for check in checks) + "\n")
+    (out_dir / "checks.json").write_bytes(orjson.dumps([check.to_dict() for check in checks]))
     measured = measure_to - measure_from
     samples = load.samples
     rwce = sum(1 for s in samples if s.error == "ReplicatedWriteConflictException")
@@ -521,6 +540,7 @@ async def _experiment(
             "lww_overwrites": max(0, applied - won),
             "replicated_records": applied,
         },
+        "lost_writes": lost.summary(),
         "checks": [check_summary(c) for c in checks],
         "staleness": check_staleness(history)[1],
         "convergence_ms": convergence,

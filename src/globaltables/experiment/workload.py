@@ -16,13 +16,24 @@ Schema (every key but `table` has a default):
       item_bytes: 200                 # padding per written item (bytes of the `pad` attribute)
       mix: {put: 0.4, update: 0.1, get: 0.4, strong_get: 0.1}   # weights, normalised to 1
       regions: [us-east-1, ...]       # regions that receive load (default: every replica)
+      write_mode: any                 # any | single | home: where each region's clients send their writes
+      write_region: us-east-1         # single: the one region every write goes to (default: the first load region)
       timeout_s: 5                    # a request without an answer after this is an `info` (Timeout)
       lag_probe_interval_s: 0.5       # replication-lag probe writes per region (0: no probe)
       quiesce_timeout_s: 60           # bound on waiting for replication to drain after the load
 
 Mix operations: put (PutItem), update (UpdateItem SET), conditional_update (UpdateItem SET ... if the item exists),
 get (GetItem, eventually consistent), strong_get (GetItem, ConsistentRead), query (Query on the key's partition),
-delete (DeleteItem). Every write stores a unique `value` so the checkers can tell which write a replica holds.
+delete (DeleteItem), append (UpdateItem `SET l = list_append(if_not_exists(l, :empty), :v)` with a one-element
+list holding a unique value; chaos/checkers/list_append.py checks the lists). Every write stores a unique `value` so
+the checkers can tell which write a replica holds.
+
+Write modes, as AWS's guidance for global tables names them ("write to any Region", "write to one Region", "write
+to your Region" by item): `any` — each region's clients write to their own region; `single` — every write goes to
+`write_region`, reads stay local; `home` — the writes to key i go to its home region, load region i mod n, so each
+item has one writer region. The mode decides where a write is *sent*; the history and the samples record that
+region. Changing only the mode keeps the same seeded operations and keys, so a comparison shows what each mode
+costs in conflicts and lost writes on one topology.
 
 Validation follows topology.py's rules: every problem is collected and names the field (the topology reader puts
 the file in front), e.g. `workload.mix.scan: unknown operation; allowed: put, update, ...`.
@@ -39,9 +50,11 @@ from typing import Any
 from ..runtime.rng import Rng
 from .topology import type_name
 
-OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete")
-WRITE_OPERATIONS = frozenset({"put", "update", "conditional_update", "delete"})
+OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete", "append")
+WRITE_OPERATIONS = frozenset({"put", "update", "conditional_update", "delete", "append"})
 DISTRIBUTIONS = ("uniform", "zipf", "hotkey")
+WRITE_MODES = ("any", "single", "home")
+LIST_APPEND_OPERATIONS = ("append", "get", "strong_get")  # Elle's list-append: appends and whole-list reads
 MAX_ITEM_BYTES = 300 * 1024  # under DynamoDB's 400 KB item limit, with room for the key and value
 WORKLOAD_KEYS = (
     "table",
@@ -56,6 +69,8 @@ WORKLOAD_KEYS = (
     "item_bytes",
     "mix",
     "regions",
+    "write_mode",
+    "write_region",
     "timeout_s",
     "lag_probe_interval_s",
     "quiesce_timeout_s",
@@ -76,6 +91,8 @@ class Workload:
     item_bytes: int = 200
     mix: Mapping[str, float] = field(default_factory=lambda: {"put": 0.4, "update": 0.1, "get": 0.4, "strong_get": 0.1})
     regions: tuple[str, ...] | None = None
+    write_mode: str = "any"
+    write_region: str | None = None
     timeout_s: float = 5.0
     lag_probe_interval_s: float = 0.5
     quiesce_timeout_s: float = 60.0
@@ -89,6 +106,14 @@ class Workload:
     def operations(self) -> tuple[str, ...]:
         """The operations this workload runs (positive weight), in OPERATIONS order."""
         return tuple(name for name in OPERATIONS if self.mix.get(name, 0) > 0)
+
+    def write_target(self, client_region: str, key_index: int) -> str:
+        """The region a write drawn by `client_region`'s clients for key `key_index` is sent to (write_mode)."""
+        if self.write_mode == "single":
+            return self.write_region or (self.regions or (client_region,))[0]
+        if self.write_mode == "home" and self.regions:
+            return self.regions[key_index % len(self.regions)]
+        return client_region
 
 
 DEFAULTS = Workload(table="")
@@ -168,6 +193,11 @@ def check_workload(
                     bad(f"mix.{name}", f"expected a weight (a number), got {type_name(weight)}")
                 elif weight < 0:
                     bad(f"mix.{name}", f"must be at least 0, got {weight}")
+            if "append" in mix:
+                others = sorted(set(mix) - set(LIST_APPEND_OPERATIONS) & set(OPERATIONS))
+                if others:
+                    bad("mix.append", f"a list-append workload takes only {', '.join(LIST_APPEND_OPERATIONS)}; "
+                                      f"remove {', '.join(others)} (they would replace the lists)")  # fmt: skip
             weights = [w for w in mix.values() if isinstance(w, (int, float)) and not isinstance(w, bool)]
             if weights and all(w >= 0 for w in weights) and sum(weights) <= 0:
                 bad("mix", "the weights add up to 0; give at least one operation a positive weight")
@@ -180,6 +210,16 @@ def check_workload(
             for index, name in enumerate(regions):
                 if name not in allowed:
                     bad(f"regions[{index}]", f"{name!r} is not a replica of this topology; use {', '.join(allowed)}")
+    mode = raw.get("write_mode", "any")
+    if not isinstance(mode, str) or mode not in WRITE_MODES:
+        shown = repr(mode) if isinstance(mode, str) else type_name(mode)
+        bad("write_mode", f"{shown} is not allowed; use one of {', '.join(WRITE_MODES)}")
+    if "write_region" in raw:
+        allowed = list(replica_names if replica_names is not None else region_names)
+        if mode != "single":
+            bad("write_region", "only applies to write_mode: single")
+        elif raw["write_region"] not in allowed:
+            bad("write_region", f"{raw['write_region']!r} is not a replica of this topology; use {', '.join(allowed)}")
     return problems
 
 
@@ -190,13 +230,16 @@ def parse_workload(raw: Mapping[str, Any], replica_names: Sequence[str]) -> Work
     total = sum(mix.values())
     mix = {name: weight / total for name, weight in mix.items() if weight > 0}
     regions = tuple(values.pop("regions", replica_names))
-    numbers = {key: float(value) for key, value in values.items() if key not in ("table", "distribution")}
+    text = ("table", "distribution", "write_mode", "write_region")
+    numbers = {key: float(value) for key, value in values.items() if key not in text}
     for key in ("clients_per_region", "keys", "item_bytes"):
         if key in numbers:
             numbers[key] = int(numbers[key])
     return Workload(
         table=values["table"],
         distribution=values.get("distribution", "uniform"),
+        write_mode=values.get("write_mode", "any"),
+        write_region=values.get("write_region"),
         mix=mix,
         regions=regions,
         **numbers,

@@ -6,6 +6,8 @@
     POST /control/replicas one step of a replica added or removed, asked by the driving region
                            (region/replica_coordinator.py)
     POST /control/strong   one step of a table made strong (MRSC) through UpdateTable (region/strong_conversion.py)
+    GET  /control/apply-decisions   every replicated record this region applied or found lost to a newer version,
+                           timed on the machine's monotonic clock (region/apply_decisions.py)
     GET  /metrics          Prometheus text: ReplicationLatency, PendingReplicationCount (replication_metrics.py);
                            the only endpoint here without the secret (read-only)
     POST /control/faults   {"heal": true}                         every fault off: no grudges, topology latency,
@@ -24,6 +26,8 @@
                                                                   this member for tests that show a checker
                                                                   catches them (replication/mrsc/node.py
                                                                   PLANTED_BUGS); [] removes them
+                           {"held_replication": {"Orders": ["eu-west-1"]}}   the peers each table's records are not
+                                                                  shipped to (replaces; chaos pause-replication)
     POST /control/peers    {"endpoints": {"eu-west-1": "http://127.0.0.1:8001"}}   where peers listen
 
 Rules: a request without the secret (header `x-globaltables-secret`) is refused with 401 and changes nothing; a
@@ -46,7 +50,7 @@ from .http_transport import LinkDelay
 from .link_faults import LinkFault
 from .replication_host import ReplicationHost
 
-FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock", "planted")
+FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock", "planted", "held_replication")
 CLOCK_KEYS = ("drift_ppm", "bump_ms", "strobe")
 
 
@@ -162,6 +166,23 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
                 raise BadRequest("planted: only a strong-mode (MRSC) region takes planted bugs")
             if not isinstance(planted, list) or any(bug not in PLANTED_BUGS for bug in planted):
                 raise BadRequest(f"planted: expected a list of some of {', '.join(PLANTED_BUGS)}")
+        held = None
+        if "held_replication" in body:
+            raw = body["held_replication"]
+            node = getattr(host, "node", None)
+            if node is None or not hasattr(node, "hold"):
+                raise BadRequest("held_replication: this region does not replicate asynchronously (MREC only)")
+            if not isinstance(raw, dict):
+                raise BadRequest("held_replication: expected a mapping of table name to a list of region names")
+            tables = set(host.engine.replica.global_tables())
+            held = {}
+            for table, names in raw.items():
+                if table not in tables:
+                    raise BadRequest(f"held_replication: {table!r} is not a global table here; "
+                                     f"global tables: {', '.join(sorted(tables)) or 'none'}")  # fmt: skip
+                if not isinstance(names, list):
+                    raise BadRequest(f"held_replication.{table}: expected a list of region names")
+                held[table] = frozenset(peer(name, f"held_replication.{table}") for name in names)
         if heal:
             host.heal()
         if planted is not None:
@@ -174,6 +195,9 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             host.set_clock_offset_ms(offset)
         for name, link_fault in link_faults.items():
             transport.set_link_fault(name, link_fault)
+        if held is not None:
+            host.node.hold(held)
+            host.wake()
         if drift is not None:
             host.clock.set_drift(drift)
         if bump is not None:
@@ -184,6 +208,12 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             else:
                 host.clock.strobe(strobe[0] / 1000.0, strobe[1] / 1000.0)
         return json_response(host.status())
+
+    async def apply_decisions(_request: web.Request) -> web.Response:
+        decisions = getattr(host, "decisions", None)
+        if decisions is None:
+            return json_response({"region": host.region, "dropped": 0, "decisions": []})
+        return json_response(decisions.to_dict(host.region))
 
     async def set_peers(request: web.Request) -> web.Response:
         body = await read_object(request)
@@ -210,6 +240,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         # Tables made strong through UpdateTable (strong mode only: region/strong_conversion.py).
         *([host.conversion.route(transport.authenticated)] if getattr(host, "conversion", None) else []),
         web.get("/control/status", guarded(status)),
+        web.get("/control/apply-decisions", guarded(apply_decisions)),
         web.post("/control/faults", guarded(faults)),
         web.post("/control/peers", guarded(set_peers)),
     ]

@@ -104,3 +104,7 @@ class RegionHost:
     def heal(self) -> None:
         self.transport.heal()
         self.clock.heal()  # baseline offset, no drift, no strobe
+        hold = getattr(getattr(self, "node", None), "hold", None)
+        if hold is not None and getattr(self.node, "held", None):  # replication held by pause-replication resumes
+            hold({})
+            self.wake()

@@ -45,6 +45,7 @@ from ..replication.mrsc.config import MrscConfig
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
 from ..runtime.transport import Envelope
+from .apply_decisions import ApplyDecisions
 from .host_base import RegionHost, peer_transport
 from .replica_coordinator import ReplicaCoordinator
 from .replication_metrics import ReplicationMetrics, prometheus_text
@@ -103,6 +104,9 @@ class ReplicationHost(RegionHost):
         self.transport = peer_transport(self.region, settings)
         # Lag of the links into this region, on the unskewed wall clock (replication_metrics.py).
         self.metrics = ReplicationMetrics(self.region, time.time)
+        # Every apply decision, for the lost-write ledger (apply_decisions.py).
+        self.decisions = ApplyDecisions()
+        engine.replica.on_decision = self.decisions.record
         self.node = RegionNode(
             self.region,
             [peer.name for peer in settings.peers],

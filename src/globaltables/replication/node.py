@@ -12,6 +12,10 @@ Every call returns the envelopes to send. Envelopes carry the encoded message (b
 `"<table>/<lane>"`, which the transport keeps in order (FIFO per (src, dest, channel)); acks answer on the same
 channel. The node only ships writes that originated here (the port's `local_records`), never relays.
 
+Replication of a table can be held towards some peers (`hold`, the chaos action `pause-replication`, named after
+AWS FIS's aws:dynamodb:global-table-pause-replication): a held link ships nothing, not even retransmissions; the
+records wait in the change log, and when the hold ends the next poll ships them in order as after a partition.
+
 The HLC send and receive rules run on protocol messages too (a message carries its sender's stamp), when the host
 gives the node the region's clock (or the port exposes it as `hlc`).
 """
@@ -66,6 +70,12 @@ class RegionNode:
         self._msg_id = 0
         self.dropped_messages = 0
         self._backing_off: set[str] = set()  # peers with a link in retransmit backoff (see `peer_heard`)
+        self.held: dict[str, frozenset[str]] = {}  # table -> peers its records are not shipped to (`hold`)
+
+    def hold(self, held: dict[str, frozenset[str]]) -> None:
+        """Replace the held (table -> peers) replication; a hold that ends ships at the next poll."""
+        self.held = {table: frozenset(peers) for table, peers in held.items() if peers}
+        self._flush_at = 0.0  # due at once: the next poll ships what a hold that ended kept back
 
     # ------------------------------------------------------------------------------------------------ inputs
 
@@ -86,9 +96,12 @@ class RegionNode:
             lanes = self._lanes.get(table)
             if lanes is None or self._members.get(table) != port.peers(table):
                 lanes = self._add_table(table)
+            held = self.held.get(table, ())
             for lane, links in enumerate(lanes):
                 log_end = port.log_end(table, lane)
                 for link in links:
+                    if link.peer in held:
+                        continue
                     if link.state == "active" and (link.sent < log_end or link.sent > link.acked):
                         self._ship(link, link.poll(now, log_end, self._stamp), out)
         return out
@@ -124,7 +137,7 @@ class RegionNode:
         link.on_ack(message, now)
         out: list[Envelope] = []
         log_end = self.port.log_end(link.table, link.lane)
-        if link.wants_to_ship(log_end):
+        if link.wants_to_ship(log_end) and link.peer not in self.held.get(link.table, ()):
             self._ship(link, link.poll(now, log_end, self._stamp), out)
         return out
 
@@ -133,6 +146,8 @@ class RegionNode:
     def next_deadline(self) -> float | None:
         deadline = self._flush_at
         for link in self.links.values():
+            if link.peer in self.held.get(link.table, ()):
+                continue  # a held link has no timer: nothing is retransmitted while it is held
             if link.sent > link.acked:  # only links with records unacknowledged have a timer
                 at = link.next_deadline()
                 if at is not None and (deadline is None or at < deadline):
@@ -165,6 +180,7 @@ class RegionNode:
             "region": self.region,
             "links": links,
             "applied": applied,
+            "held": {table: sorted(peers) for table, peers in sorted(self.held.items())},
             "received": {
                 "applied_records": receiver.applied_records,
                 "won": receiver.won,
