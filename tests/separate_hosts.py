@@ -70,18 +70,29 @@ class Host:
         directory.mkdir(parents=True, exist_ok=True)
         self.stdout_path = directory / "up.stdout"
         self.stderr_path = directory / "up.stderr"
-        command = [sys.executable, "-m", "globaltables.cli.main", "up", str(topology), "--only", region,
-                   "--data-dir", str(directory / "state")]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "globaltables.cli.main",
+            "up",
+            str(topology),
+            "--only",
+            region,
+            "--data-dir",
+            str(directory / "state"),
+        ]
         if netns is not None:
             command = ["ip", "netns", "exec", netns, *command]
         with open(self.stdout_path, "wb") as stdout, open(self.stderr_path, "wb") as stderr:
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                            cwd=directory, env=env())  # fmt: skip
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=directory, env=env()
+            )
 
     def ready(self) -> bool:
         if self.process.poll() is not None:
-            raise RuntimeError(f"`up --only {self.region}` exited with {self.process.returncode}:\n"
-                               f"{self.stderr_path.read_text()}")  # fmt: skip
+            raise RuntimeError(
+                f"`up --only {self.region}` exited with {self.process.returncode}:\n{self.stderr_path.read_text()}"
+            )
         lines = [json.loads(line) for line in self.stdout_path.read_text().splitlines() if line.endswith("}")]
         return bool(lines) and lines[-1] == {"ready": True}
 
@@ -119,5 +130,11 @@ def stop_hosts(hosts: list[Host]) -> None:
 
 def cli(*arguments: str, cwd: Path, timeout: float = 300.0) -> subprocess.CompletedProcess:
     """The `globaltables` command, run from `cwd` (where no `up` holds a state dir: it attaches)."""
-    return subprocess.run([sys.executable, "-m", "globaltables.cli.main", *arguments], cwd=cwd, env=env(),
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "globaltables.cli.main", *arguments],
+        cwd=cwd,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

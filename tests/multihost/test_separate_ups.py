@@ -20,8 +20,12 @@ REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-1"]
 def hosts(tmp_path: Path):
     ports = free_ports(3)
     placement = {name: {"host": "127.0.0.1", "port": port} for name, port in zip(REGIONS, ports)}
-    topology = placed_topology(ROOT / "topologies" / "quickstart.yaml", tmp_path, placement,
-                               links={"default": {"latency_ms": 5, "jitter_ms": 1}})  # fmt: skip
+    topology = placed_topology(
+        ROOT / "topologies" / "quickstart.yaml",
+        tmp_path,
+        placement,
+        links={"default": {"latency_ms": 5, "jitter_ms": 1}},
+    )
     started = start_hosts(topology, REGIONS, tmp_path / "hosts")
     try:
         yield topology, {name: f"http://127.0.0.1:{port}" for name, port in zip(REGIONS, ports)}, started
@@ -59,7 +63,9 @@ def test_chaos_check_and_run_attach_work_across_separate_ups(hosts, tmp_path: Pa
     assert cli("chaos", str(topology), "crash", "eu-west-1", cwd=work).returncode == 0
     restarted = cli("chaos", str(topology), "restart", "eu-west-1", cwd=work)
     assert restarted.returncode == 0, restarted.stderr
-    assert eu.get_item(TableName="Orders", Key={"customerId": {"S": "c1"}, "sk": {"S": "b"}})["Item"]["v"] == {"S": "eu"}
+    assert eu.get_item(TableName="Orders", Key={"customerId": {"S": "c1"}, "sk": {"S": "b"}})["Item"]["v"] == {
+        "S": "eu"
+    }
 
     out = tmp_path / "results"
     ran = cli("run", str(topology), "--attach", "--duration", "3", "--out", str(out), cwd=work)
@@ -72,14 +78,30 @@ def test_chaos_check_and_run_attach_work_across_separate_ups(hosts, tmp_path: Pa
 
 def test_attaching_without_the_secret_or_a_placement_is_refused(tmp_path: Path):
     # quickstart pins no ports: attach has nowhere to look, and says which regions are not placed.
-    refused = cli("run", str(ROOT / "topologies" / "quickstart.yaml"), "--attach", "--duration", "1",
-                  "--out", str(tmp_path / "r"), cwd=tmp_path)  # fmt: skip
+    refused = cli(
+        "run",
+        str(ROOT / "topologies" / "quickstart.yaml"),
+        "--attach",
+        "--duration",
+        "1",
+        "--out",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+    )
     assert refused.returncode == 2
     assert "not placed: us-east-1, eu-west-1, ap-southeast-1" in refused.stderr
 
 
 def test_up_only_refuses_an_unplaced_topology(tmp_path: Path):
-    answer = cli("up", str(ROOT / "topologies" / "quickstart.yaml"), "--only", "us-east-1",
-                 "--data-dir", str(tmp_path / "state"), cwd=tmp_path, timeout=60)  # fmt: skip
+    answer = cli(
+        "up",
+        str(ROOT / "topologies" / "quickstart.yaml"),
+        "--only",
+        "us-east-1",
+        "--data-dir",
+        str(tmp_path / "state"),
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert answer.returncode == 1
     assert "fixed port or an endpoint" in answer.stderr

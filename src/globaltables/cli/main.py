@@ -380,7 +380,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--topology", type=Path, metavar="FILE", help="chaos-mesh: the topology it runs against")
     parser.add_argument("--image", default=None, metavar="IMAGE", help="container image (default globaltables:VERSION)")
-    parser.add_argument("--namespace", default=None, metavar="NS", help="Kubernetes namespace (default: the topology's name)")
+    parser.add_argument(
+        "--namespace", default=None, metavar="NS", help="Kubernetes namespace (default: the topology's name)"
+    )
     parser.add_argument("--seed", type=int, help="chaos-mesh: the nemesis seed (default the schedule's)")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write here instead of standard output")
 

@@ -2,9 +2,10 @@
 
 Both find the running regions through the state dir's `state.json` (endpoints, supervisor control URL) and the
 topology's secret; when no running `up` holds the state dir, they attach to the regions where the topology places
-them (regions of other hosts: `up --only`, Kubernetes; experiment/deployment.py). `chaos` validates the whole command against the topology before touching anything: an unknown
-verb or region exits 2 and changes nothing. One-shot faults persist until `heal`; `chaos T run SCHEDULE.yaml
-[--seed N]` runs a schedule (chaos.controller) ending with the final heal and quiet period.
+them (regions of other hosts: `up --only`, Kubernetes; experiment/deployment.py). `chaos` validates the whole
+command against the topology before touching anything: an unknown verb or region exits 2 and changes nothing.
+One-shot faults persist until `heal`; `chaos T run SCHEDULE.yaml [--seed N]` runs a schedule (chaos.controller)
+ending with the final heal and quiet period.
 `check` waits until every lane's acknowledged position equals its log end on two consecutive polls, then compares
 every replica's (not the witness's) base tables and GSIs: exit 0 converged, 1 not (keys listed), 2 could not run.
 """

@@ -100,41 +100,78 @@ class ChaosMeshExport:
                 if (receiver, sender) in pairs and receiver < sender:
                     continue  # the `both` entry of the pair below covers it
                 direction = "both" if (receiver, sender) in pairs else "to"
-                found.append(("NetworkChaos", "networkChaos", self.network("partition", [sender], [receiver], direction)))
+                found.append(
+                    ("NetworkChaos", "networkChaos", self.network("partition", [sender], [receiver], direction))
+                )
             return found
         if verb in LINK_VERBS:
             source, target = fault.regions
             direction = "to" if fault.one_way else "both"
             params = fault.params
             if verb == "latency":
-                fields = {"delay": {"latency": _millis(params["latency_ms"]), "jitter": _millis(params.get("jitter_ms", 0.0)),
-                                    "correlation": "0"}}  # fmt: skip
-                return [("NetworkChaos", "networkChaos", self.network("delay", [source], [target], direction, **fields))]
+                fields = {
+                    "delay": {
+                        "latency": _millis(params["latency_ms"]),
+                        "jitter": _millis(params.get("jitter_ms", 0.0)),
+                        "correlation": "0",
+                    }
+                }
+                return [
+                    ("NetworkChaos", "networkChaos", self.network("delay", [source], [target], direction, **fields))
+                ]
             if verb == "loss":
                 correlation = "0" if params.get("loss_burst", 1) <= 1 else _percent(1 - 1 / params["loss_burst"])
                 fields = {"loss": {"loss": _percent(params["loss"]), "correlation": correlation}}
                 return [("NetworkChaos", "networkChaos", self.network("loss", [source], [target], direction, **fields))]
             if verb == "duplicate":
                 fields = {"duplicate": {"duplicate": _percent(params["duplicate"]), "correlation": "0"}}
-                return [("NetworkChaos", "networkChaos", self.network("duplicate", [source], [target], direction, **fields))]
+                return [
+                    ("NetworkChaos", "networkChaos", self.network("duplicate", [source], [target], direction, **fields))
+                ]
             if verb == "reorder":
-                fields = {"delay": {"latency": _millis(params["reorder_ms"]), "correlation": "0",
-                                    "reorder": {"reorder": _percent(params["reorder"]), "correlation": "0", "gap": 0}}}  # fmt: skip
-                return [("NetworkChaos", "networkChaos", self.network("delay", [source], [target], direction, **fields))]
+                fields = {
+                    "delay": {
+                        "latency": _millis(params["reorder_ms"]),
+                        "correlation": "0",
+                        "reorder": {"reorder": _percent(params["reorder"]), "correlation": "0", "gap": 0},
+                    }
+                }
+                return [
+                    ("NetworkChaos", "networkChaos", self.network("delay", [source], [target], direction, **fields))
+                ]
             if verb == "bandwidth":
-                fields = {"bandwidth": {"rate": f"{params['bandwidth_kbps']:g}kbps", "limit": 20971520, "buffer": 10000}}
-                return [("NetworkChaos", "networkChaos", self.network("bandwidth", [source], [target], direction, **fields))]
+                fields = {
+                    "bandwidth": {"rate": f"{params['bandwidth_kbps']:g}kbps", "limit": 20971520, "buffer": 10000}
+                }
+                return [
+                    ("NetworkChaos", "networkChaos", self.network("bandwidth", [source], [target], direction, **fields))
+                ]
         if verb in ("skew", "bump"):
             offset = fault.params.get("offset_ms", fault.params.get("bump_ms", 0.0))
-            spec = {"mode": "all", "selector": self.selector(fault.regions), "timeOffset": _millis(offset),
-                    "clockIds": ["CLOCK_REALTIME"], "containerNames": ["region"]}  # fmt: skip
+            spec = {
+                "mode": "all",
+                "selector": self.selector(fault.regions),
+                "timeOffset": _millis(offset),
+                "clockIds": ["CLOCK_REALTIME"],
+                "containerNames": ["region"],
+            }
             return [("TimeChaos", "timeChaos", spec)]
         if verb == "crash":
-            return [("PodChaos", "podChaos", {"action": "pod-kill", "mode": "all", "selector": self.selector(fault.regions),
-                                              "gracePeriod": 0})]  # fmt: skip
+            return [
+                (
+                    "PodChaos",
+                    "podChaos",
+                    {"action": "pod-kill", "mode": "all", "selector": self.selector(fault.regions), "gracePeriod": 0},
+                )
+            ]
         if verb == "pause":
-            return [("PodChaos", "podChaos", {"action": "pod-failure", "mode": "all",
-                                              "selector": self.selector(fault.regions)})]  # fmt: skip
+            return [
+                (
+                    "PodChaos",
+                    "podChaos",
+                    {"action": "pod-failure", "mode": "all", "selector": self.selector(fault.regions)},
+                )
+            ]
         if verb in UNSUPPORTED:
             self.skipped.append(f"{verb} {'/'.join(fault.regions)} at {fault.at:g}s: no Chaos Mesh equivalent")
         return []
@@ -173,13 +210,19 @@ class ChaosMeshExport:
             "name": dns_label(f"globaltables-{schedule.name}")[:51],  # Chaos Mesh appends a suffix to Workflows
             "namespace": self.namespace,
             "labels": {TOPOLOGY_LABEL: dns_label(self.topology.name)},
-            "annotations": {"globaltables.io/schedule": schedule.source,
-                            **({"globaltables.io/seed": str(schedule.seed)} if schedule.seed is not None else {})},
-        }  # fmt: skip
+            "annotations": {
+                "globaltables.io/schedule": schedule.source,
+                **({"globaltables.io/seed": str(schedule.seed)} if schedule.seed is not None else {}),
+            },
+        }
         if self.skipped:
             metadata["annotations"]["globaltables.io/skipped"] = "; ".join(self.skipped)
-        return {"apiVersion": API_VERSION, "kind": "Workflow", "metadata": metadata,
-                "spec": {"entry": entry, "templates": templates}}  # fmt: skip
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "Workflow",
+            "metadata": metadata,
+            "spec": {"entry": entry, "templates": templates},
+        }
 
 
 def export_schedule(topology: Topology, schedule: Schedule, namespace: str | None = None) -> tuple[dict, list[str]]:

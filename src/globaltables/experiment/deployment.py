@@ -83,8 +83,10 @@ def attached(topology: Topology, remember: Path | None = None) -> Deployment:
         if status.get("supervisor_url"):
             supervisors[name] = status["supervisor_url"]
     if len(down) == len(endpoints):
-        raise DeploymentError(f"no region of {topology.name} answers where the topology places it: "
-                              + ", ".join(f"{name} at {endpoints[name]}" for name in down))  # fmt: skip
+        raise DeploymentError(
+            f"no region of {topology.name} answers where the topology places it: "
+            + ", ".join(f"{name} at {endpoints[name]}" for name in down)
+        )
     supervisors = {name: url for name, url in supervisors.items() if name in endpoints}
     _keep(remember, supervisors)
     return Deployment(endpoints, secret, supervisors)

@@ -15,15 +15,26 @@ from .kubernetes import manifests, read_source, render
 from .topology import TopologyError, load_topology
 
 
-def export_command(kind: str, file: Path, *, topology: Path | None = None, image: str | None = None,
-                   namespace: str | None = None, seed: int | None = None, out: Path | None = None) -> int:  # fmt: skip
+def export_command(
+    kind: str,
+    file: Path,
+    *,
+    topology: Path | None = None,
+    image: str | None = None,
+    namespace: str | None = None,
+    seed: int | None = None,
+    out: Path | None = None,
+) -> int:
     try:
         if kind == "kubernetes":
             loaded = load_topology(file)
             text = render(manifests(loaded, read_source(file), image=image, namespace=namespace))
         else:
             if topology is None:
-                print("globaltables export chaos-mesh: give --topology, the topology the schedule runs on", file=sys.stderr)
+                print(
+                    "globaltables export chaos-mesh: give --topology, the topology the schedule runs on",
+                    file=sys.stderr,
+                )
                 return 2
             loaded = load_topology(topology)
             witnesses = [region.name for region in loaded.regions if region.role == "witness"]

@@ -91,8 +91,14 @@ def run_command() -> list[str]:
     return ["run", TOPOLOGY_PATH, "--attach", "--out", RESULTS_DIR]
 
 
-def manifests(topology: Topology, source: dict[str, Any], *, image: str | None = None,
-              namespace: str | None = None, secret: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def manifests(
+    topology: Topology,
+    source: dict[str, Any],
+    *,
+    image: str | None = None,
+    namespace: str | None = None,
+    secret: str | None = None,
+) -> list[dict[str, Any]]:
     """Every resource, in the order `kubectl apply` needs them (the Namespace first)."""
     namespace = dns_label(namespace or topology.name)
     image = image or default_image()
