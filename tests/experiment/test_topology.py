@@ -113,7 +113,10 @@ def test_unknown_keys_are_refused_with_the_allowed_ones():
     assert errors[0].startswith(f"{FILE}: regoins: unknown key; allowed keys are name, mode, regions, links")
     assert errors[1].startswith(f"{FILE}: links.default.jiter_ms: unknown key; allowed keys are latency_ms, jitter_ms")
     errors = refused("name: t\nregions: [{name: us-east-1, zone: a}]\n")
-    assert errors == [f"{FILE}: regions[0].zone: unknown key; allowed keys are name, host, port, role, clock_offset_ms"]
+    assert errors == [
+        f"{FILE}: regions[0].zone: unknown key; allowed keys are name, host, advertise, bind, port, endpoint, role, "
+        "clock_offset_ms"
+    ]
 
 
 def test_unknown_table_keys_are_refused_so_a_typo_cannot_drop_an_index():

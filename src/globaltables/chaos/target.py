@@ -40,7 +40,8 @@ class FaultTarget(Protocol):
 
 
 class RegionControlTarget:
-    """Regions started by `globaltables up`: endpoints and the supervisor URL come from its state.json."""
+    """Region processes: their endpoints, and for process faults the supervisor that started each one (one `up` for
+    all, from its state.json; or, for regions of several hosts, each region's own, which its status names)."""
 
     def __init__(
         self,
@@ -49,18 +50,20 @@ class RegionControlTarget:
         supervisor_url: str | None,
         baseline_offsets_ms: Mapping[str, float] | None = None,
         timeout_s: float = 10.0,
+        supervisors: Mapping[str, str] | None = None,
     ) -> None:
         self.endpoints = dict(endpoints)
         self.regions = tuple(self.endpoints)
         self.secret = secret
         self.supervisor_url = supervisor_url
+        self.supervisors = dict(supervisors or {})
         self.baseline_offsets_ms = dict(baseline_offsets_ms or {})
         self.timeout_s = timeout_s
         self._start = time.monotonic()
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], secret: str, baseline_offsets_ms=None) -> RegionControlTarget:
-        regions = state.get("regions", {})
+        regions = {**state.get("elsewhere", {}), **state.get("regions", {})}  # elsewhere: regions of other hosts
         endpoints = {name: entry["endpoint"] for name, entry in regions.items() if entry.get("endpoint")}
         return cls(endpoints, secret, state.get("supervisor", {}).get("control_url"), baseline_offsets_ms)
 
@@ -117,10 +120,19 @@ class RegionControlTarget:
     def set_held_replication(self, region: str, held: Mapping[str, Iterable[str]]) -> None:
         self.faults(region, {"held_replication": {table: sorted(peers) for table, peers in held.items()}})
 
+    def supervisor_of(self, region: str) -> str:
+        url = self.supervisors.get(region) or self.supervisor_url
+        if url is None:  # a region of another host: its status names the supervisor that started it
+            url = self.status(region).get("supervisor_url")
+            if url:
+                self.supervisors[region] = url
+        if url is None:
+            raise TargetError(f"no supervisor started {region} (is it under `globaltables up`?); it takes no {region} "
+                              "process faults from here")  # fmt: skip
+        return url
+
     def process(self, region: str, action: str) -> None:
-        if self.supervisor_url is None:
-            raise TargetError("no supervisor control URL in state.json: is `globaltables up` running?")
-        self.request(f"{self.supervisor_url}/control/regions/{region}/{action}", {})
+        self.request(f"{self.supervisor_of(region)}/control/regions/{region}/{action}", {})
 
     def heal_all(self) -> None:
         for region in self.regions:

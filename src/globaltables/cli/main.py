@@ -182,7 +182,7 @@ def run_region(args: argparse.Namespace) -> int:
             return 2
         credentials = credentials if credentials is not None else topology_credentials
         # A topology's region binds where the topology says, or port 0, unless the command line says otherwise.
-        host = topology_region.host if is_default(args.host) else host
+        host = topology_region.bind if is_default(args.host) else host
         port = (topology_region.port or 0) if is_default(args.port) else port
         ttl_sweep = ttl_default if is_default(args.ttl_sweep_interval) else ttl_sweep
     config = RegionConfig(
@@ -202,7 +202,7 @@ def run_region(args: argparse.Namespace) -> int:
 def topology_region_settings(args: argparse.Namespace):
     """(the topology's Region, ReplicationSettings, the topology's TTL sweep interval, its credentials or None) for
     `region --topology`."""
-    from ..experiment.region_settings import read_secret, replication_settings
+    from ..experiment.region_settings import SECRET_ENV, replication_settings, topology_secret
     from ..experiment.topology import load_topology
 
     topology = load_topology(args.topology)
@@ -210,9 +210,12 @@ def topology_region_settings(args: argparse.Namespace):
         region = topology.region(args.name)
     except KeyError as error:
         raise ValueError(error.args[0]) from None
-    secret_file = args.secret_file or topology.secret_file
-    if secret_file is None:
-        raise ValueError("a region of a topology needs the shared secret: give --secret-file or set secret_file")
+    secret = topology_secret(topology, args.secret_file)
+    if secret is None:
+        raise ValueError(
+            f"a region of a topology needs the shared secret: give --secret-file, set secret_file in the topology, "
+            f"or set ${SECRET_ENV}"
+        )
     endpoints = {}
     for entry in args.peer:
         name, separator, url = entry.partition("=")
@@ -222,7 +225,7 @@ def topology_region_settings(args: argparse.Namespace):
             raise ValueError(f"--peer {entry!r}: no region {name!r} in topology {topology.name!r}")
         endpoints[name] = url
     settings = replication_settings(
-        topology, args.name, read_secret(secret_file), peers_file=args.peers_file, endpoints=endpoints
+        topology, args.name, secret, peers_file=args.peers_file, endpoints=endpoints
     )
     return region, settings, topology.ttl_sweep_interval_s, topology.credentials
 
@@ -258,18 +261,29 @@ def run_validate(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------------- up / down
 
 
+def region_list(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected REGION[,REGION...]")
+    return tuple(region_name(name) for name in names)
+
+
 def add_up_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file (topologies/*.yaml)")
     parser.add_argument(
         "--data-dir", type=Path, metavar="DIR", help="state dir (default ./.globaltables/<topology name>)"
     )
+    parser.add_argument(
+        "--only", type=region_list, default=(), metavar="REGION[,REGION]",
+        help="start just these regions on this host; the others run elsewhere, where the topology places them",
+    )  # fmt: skip
 
 
 def run_up(args: argparse.Namespace) -> int:
     from ..experiment.supervisor import up
 
     logging.basicConfig(level="INFO", stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return up(args.topology, args.data_dir)
+    return up(args.topology, args.data_dir, only=args.only)
 
 
 def add_down_arguments(parser: argparse.ArgumentParser) -> None:
@@ -364,12 +378,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--duration", type=positive_seconds, metavar="SECONDS", help="override the workload's duration_s"
     )
+    parser.add_argument(
+        "--attach", action="store_true",
+        help="run against regions already up, wherever the topology places them, instead of starting them",
+    )  # fmt: skip
 
 
 def run_run(args: argparse.Namespace) -> int:
     from ..experiment.runner import run_command
 
-    return run_command(args.topology, args.chaos, args.seed, args.out, args.duration)
+    return run_command(args.topology, args.chaos, args.seed, args.out, args.duration, attach=args.attach)
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
@@ -385,7 +403,30 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..experiment.compare import compare_command
 
     return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration,
-                           args.write_modes)  # fmt: skip
+                           args.write_modes, attach=args.attach)  # fmt: skip
+
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kind", choices=("kubernetes", "chaos-mesh"), help="what to write")
+    parser.add_argument(
+        "file", type=Path, metavar="FILE",
+        help="kubernetes: the topology file; chaos-mesh: the chaos schedule (with --topology)",
+    )  # fmt: skip
+    parser.add_argument("--topology", type=Path, metavar="FILE", help="chaos-mesh: the topology it runs against")
+    parser.add_argument("--image", default=None, metavar="IMAGE", help="container image (default globaltables:VERSION)")
+    parser.add_argument(
+        "--namespace", default=None, metavar="NS", help="Kubernetes namespace (default: the topology's name)"
+    )
+    parser.add_argument("--seed", type=int, help="chaos-mesh: the nemesis seed (default the schedule's)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write here instead of standard output")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from ..experiment.export import export_command
+
+    return export_command(args.kind, args.file, topology=args.topology, image=args.image, namespace=args.namespace,
+                          seed=args.seed, out=args.out)  # fmt: skip
 
 
 COMMANDS = [
@@ -423,6 +464,12 @@ COMMANDS = [
         "run the same experiment under several modes (mrec, mrsc) and compare them side by side",
         add_compare_arguments,
         run_compare,
+    ),
+    Command(
+        "export",
+        "write Kubernetes manifests for a topology, or Chaos Mesh resources for a chaos schedule",
+        add_export_arguments,
+        run_export,
     ),
 ]
 

@@ -1,11 +1,13 @@
 """`globaltables chaos TOPOLOGY VERB ...` and `globaltables check TOPOLOGY`, on the regions `globaltables up` started.
 
 Both find the running regions through the state dir's `state.json` (endpoints, supervisor control URL) and the
-topology's secret. `chaos` validates the whole command against the topology before touching anything: an unknown
-verb or region exits 2 and changes nothing. One-shot faults persist until `heal`; `chaos T pause-replication TABLE [REGION] [--for 5s]` holds a table's
+topology's secret; when no running `up` holds the state dir, they attach to the regions where the topology places
+them (regions of other hosts: `up --only`, Kubernetes; experiment/deployment.py). `chaos` validates the whole
+command against the topology before touching anything: an unknown verb or region exits 2 and changes nothing.
+One-shot faults persist until `heal`; `chaos T pause-replication TABLE [REGION] [--for 5s]` holds a table's
 replication (every link of it, or that replica's both ways) until `heal`, or for the duration given, the command
-waiting and then resuming it. `chaos T run SCHEDULE.yaml
-[--seed N]` runs a schedule (chaos.controller) ending with the final heal and quiet period.
+waiting and then resuming it. `chaos T run SCHEDULE.yaml [--seed N]` runs a schedule (chaos.controller) ending with
+the final heal and quiet period.
 `check` waits until every lane's acknowledged position equals its log end on two consecutive polls, then compares
 every replica's (not the witness's) base tables and GSIs: exit 0 converged, 1 not (keys listed), 2 could not run.
 """
@@ -27,9 +29,10 @@ from ..chaos.faults import FaultError, build, parse_duration
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..chaos.target import RegionControlTarget, TargetError
+from .deployment import DeploymentError, attached
 from .load import signed_headers
-from .region_settings import SecretError, read_secret
-from .supervisor import STATE_FILE, default_data_dir
+from .region_settings import SecretError, read_secret, topology_secret
+from .supervisor import STATE_FILE, default_data_dir, lock_holder
 from .topology import Topology, TopologyError, load_topology
 
 CLI_VERBS = (
@@ -40,6 +43,7 @@ CLI_VERBS = (
 # link), so `loss` then `duplicate` on the same link keeps both.
 LINK_VERBS = ("loss", "duplicate", "reorder", "bandwidth", "stall")
 QUIESCE_TIMEOUT_S = 60.0
+SUPERVISORS_FILE = "supervisors.json"  # attached regions' supervisors, remembered for a restart after a crash
 POLL_S = 0.1
 # Regions check that a request is SigV4-signed but do not verify the signature (region/wire.py).
 
@@ -56,15 +60,21 @@ def open_target(topology_path: Path, data_dir: Path | None) -> tuple[Topology, R
     topology = load_topology(topology_path)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir(topology)
     state_path = data_dir / STATE_FILE
+    if lock_holder(data_dir) is None:  # no `up` here: the regions run elsewhere, where the topology places them
+        try:
+            return topology, attached(topology, data_dir / SUPERVISORS_FILE).control_target(topology)
+        except DeploymentError as error:
+            raise CommandError(f"no running `globaltables up` holds {data_dir}, and attaching failed: {error}")
     try:
         state = json.loads(state_path.read_text())
     except (OSError, ValueError) as error:
         raise CommandError(f"cannot read {state_path} ({error}): is `globaltables up {topology_path}` running?")
     secret_file = state.get("secret_file") or (topology.secret_file and str(topology.secret_file))
-    if not secret_file:
-        raise CommandError(f"{state_path}: no secret_file")
+    secret = read_secret(Path(secret_file)) if secret_file else topology_secret(topology)
+    if not secret:
+        raise CommandError(f"{state_path}: no secret_file, and $GLOBALTABLES_SECRET is not set")
     offsets = {region.name: region.clock_offset_ms for region in topology.regions}
-    return topology, RegionControlTarget.from_state(state, read_secret(Path(secret_file)), offsets)
+    return topology, RegionControlTarget.from_state(state, secret, offsets)
 
 
 def cli_fault(topology: Topology, verb: str, operands: list[str], one_way: bool):

@@ -112,7 +112,10 @@ async def compare(
     duration_s: float | None = None,
     progress_stream=None,
     write_modes: list[str] | None = None,
+    attach: bool = False,
 ) -> tuple[int, dict[str, Any]]:
+    """Each mode in turn on the same workload and seed. With `attach`, against regions already up (they run one
+    mode, so a mode they do not run is reported as not run: the runner refuses a mode mismatch)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     comparison: dict[str, Any] = {}
     codes = []
@@ -127,7 +130,7 @@ async def compare(
             continue
         outcome = await run_experiment(
             copy, chaos_path=chaos_path, seed=seed, out_dir=directory, duration_s=duration_s,
-            progress_stream=progress_stream,
+            progress_stream=progress_stream, attach=attach,
         )  # fmt: skip
         codes.append(outcome.exit_code)
         if outcome.results is None:
@@ -247,8 +250,14 @@ def _plot(out_dir: Path, comparison: dict[str, Any]) -> None:
 
 
 def compare_command(
-    topology_path: Path, modes_text: str, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s=None,
+    topology_path: Path,
+    modes_text: str,
+    chaos_path: Path | None,
+    seed: int,
+    out_dir: Path | None,
+    duration_s=None,
     write_modes_text: str | None = None,
+    attach: bool = False,
 ) -> int:
     from .workload import WRITE_MODES
 
@@ -280,6 +289,7 @@ def compare_command(
             duration_s=duration_s,
             progress_stream=sys.stderr,
             write_modes=write_modes,
+            attach=attach,
         )
     )
     for mode, summary in document["modes"].items():

@@ -8,16 +8,34 @@ and the shared secret.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..region.main import endpoint_url
 from ..region.replication_host import PeerSettings, ReplicationSettings
 from .topology import Topology
+
+# Where a region, `up`, `chaos`, `check` and `run --attach` find the shared secret when the topology names no
+# secret_file: an environment variable (a Kubernetes Secret mounts as one), never a command-line argument.
+SECRET_ENV = "GLOBALTABLES_SECRET"
 
 
 class SecretError(ValueError):
     pass
+
+
+def topology_secret(topology: Topology, secret_file: Path | None = None) -> str | None:
+    """The shared secret from `secret_file`, else the topology's secret_file, else $GLOBALTABLES_SECRET; None when
+    none of them is set (SecretError for a file that cannot be read or an empty secret)."""
+    path = secret_file or topology.secret_file
+    if path is not None:
+        return read_secret(Path(path))
+    if SECRET_ENV in os.environ:
+        secret = os.environ[SECRET_ENV].strip()
+        if not secret:
+            raise SecretError(f"${SECRET_ENV} is set but empty")
+        return secret
+    return None
 
 
 def read_secret(path: Path) -> str:
@@ -40,8 +58,8 @@ def replication_settings(
 ) -> ReplicationSettings:
     """Settings for region `name` of `topology` (KeyError naming the regions when it is not one of them).
 
-    A peer's endpoint: `endpoints[peer]` if given, else the topology's host and port when it pins a non-zero port,
-    else unknown until the peers file or the control API says.
+    A peer's endpoint: `endpoints[peer]` if given, else where the topology places it (its `endpoint`, or its host
+    and a non-zero port), else unknown until the peers file or the control API says.
     """
     region = topology.region(name)
     strong = topology.mode == "mrsc"
@@ -51,9 +69,7 @@ def replication_settings(
         if other.name == name or (other.role != "replica" and not strong):
             continue
         link = topology.link(name, other.name)
-        endpoint = (endpoints or {}).get(other.name)
-        if endpoint is None and other.port:
-            endpoint = endpoint_url(other.host, other.port)
+        endpoint = (endpoints or {}).get(other.name) or other.url
         peers.append(PeerSettings(other.name, endpoint, float(link.latency_ms), float(link.jitter_ms)))
     return ReplicationSettings(
         peers=tuple(peers),

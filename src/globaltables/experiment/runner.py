@@ -1,7 +1,8 @@
 """`globaltables run TOPOLOGY.yaml [--chaos chaos/X.yaml] [--seed N] [--out DIR]`: one whole experiment.
 
-Steps: start the topology's regions (the `up` Supervisor, in-process, on a throw-away state dir) → they create the
-declared tables → warm-up and measured load (experiment/load.py) → stop the load → quiesce (every lane's acked ==
+Steps: start the topology's regions (the `up` Supervisor, in-process, on a throw-away state dir; or, with `--attach`,
+find them already running where the topology places them: experiment/deployment.py) → they create the declared
+tables → warm-up and measured load (experiment/load.py) → stop the load → quiesce (every lane's acked ==
 log_end on two consecutive polls of each region's /control/status, as `globaltables check` waits) → read every
 replica's final items (consistent Scans) → checkers (chaos/checkers: lww for MREC, convergence) → stop the regions →
 write DIR: results.json (docs/results.md), history.jsonl, final_state.jsonl, report.md, *.png, logs/.
@@ -42,6 +43,7 @@ from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
 from . import ledger
 from . import results as results_module
+from .deployment import Deployment, DeploymentError, attached
 from .load import LoadGenerator
 from .supervisor import Supervisor, SupervisorError
 from .topology import Topology, TopologyError, load_topology
@@ -335,8 +337,10 @@ async def run_experiment(
     duration_s: float | None = None,
     progress_stream: IO[str] | None = None,
     make_plots: bool = True,
+    attach: bool = False,
 ) -> RunOutcome:
-    """Run one experiment end to end; never raises for a run that could not complete (exit code 2 instead)."""
+    """Run one experiment end to end; never raises for a run that could not complete (exit code 2 instead).
+    `attach`: against regions already running where the topology places them, started and stopped by others."""
     try:
         topology, workload = load_experiment(topology_path)
     except TopologyError as error:
@@ -353,27 +357,20 @@ async def run_experiment(
         workload = workload.with_overrides(duration_s=schedule.end_s)  # load runs until the final heal
     out_dir = out_dir if out_dir is not None else default_out_dir(topology)
     out_dir.mkdir(parents=True, exist_ok=True)
-    state_dir = Path(tempfile.mkdtemp(prefix=f"globaltables-run-{topology.name}-"))
     progress = Progress(duration_s=workload.duration_s)
-    supervisor = Supervisor(topology, Path(topology_path), state_dir, _ReadyWatcher())  # type: ignore[arg-type]
-    watcher: _ReadyWatcher = supervisor.out  # type: ignore[assignment]
-    supervised = asyncio.create_task(supervisor.run())
     shower = asyncio.create_task(_show_progress(progress, progress_stream)) if progress_stream else None
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     try:
-        results = await _experiment(
-            topology,
-            workload,
-            seed,
-            chaos_path,
-            schedule,
-            supervisor,
-            watcher,
-            supervised,
-            progress,
-            out_dir,
-            started_at,
-        )
+        if attach:
+            try:
+                deployment = await asyncio.to_thread(attached, topology)
+            except DeploymentError as error:
+                return RunOutcome(EXIT_INCOMPLETE, out_dir, reason=str(error))
+            results = await _run_against(deployment, topology, workload, seed, chaos_path, schedule, progress,
+                                         out_dir, started_at)  # fmt: skip
+        else:
+            results = await _run_supervised(topology_path, topology, workload, seed, chaos_path, schedule, progress,
+                                            out_dir, started_at)  # fmt: skip
     except (TimeoutError, RunAborted, SupervisorError, OSError, aiohttp.ClientError) as error:
         return RunOutcome(
             EXIT_INCOMPLETE,
@@ -381,37 +378,46 @@ async def run_experiment(
             reason=f"{type(error).__name__}: {error}" if not isinstance(error, RunAborted) else str(error),
         )
     finally:
-        progress.phase = "stopping"
-        supervisor.request_stop()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(supervised, 60)
         if shower is not None:
             shower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await shower
-        with contextlib.suppress(OSError):
-            if (state_dir / "logs").exists():
-                shutil.copytree(state_dir / "logs", out_dir / "logs", dirs_exist_ok=True)
-        shutil.rmtree(state_dir, ignore_errors=True)
     from .report import write_report
 
     write_report(out_dir, results, topology, make_plots=make_plots)
     return RunOutcome(exit_status(results["checks"]), out_dir, results)
 
 
-async def _experiment(
-    topology: Topology,
-    workload: Workload,
-    seed: int,
-    chaos_path: Path | None,
-    schedule: Any,
-    supervisor: Supervisor,
-    watcher: _ReadyWatcher,
-    supervised: asyncio.Task,
-    progress: Progress,
-    out_dir: Path,
-    started_at: str,
-) -> dict[str, Any]:
+async def _run_supervised(topology_path: Path, topology: Topology, workload: Workload, seed: int,
+                          chaos_path: Path | None, schedule: Any, progress: Progress, out_dir: Path,
+                          started_at: str) -> dict[str, Any]:  # fmt: skip
+    """Start the regions (an in-process `up` on a throw-away state dir), run, stop them, keep their logs."""
+    state_dir = Path(tempfile.mkdtemp(prefix=f"globaltables-run-{topology.name}-"))
+    supervisor = Supervisor(topology, Path(topology_path), state_dir, _ReadyWatcher())  # type: ignore[arg-type]
+    watcher: _ReadyWatcher = supervisor.out  # type: ignore[assignment]
+    supervised = asyncio.create_task(supervisor.run())
+    try:
+        await _wait_ready(watcher, supervised)
+        deployment = Deployment(
+            {name: child.endpoint for name, child in supervisor.children.items() if child.endpoint},
+            supervisor.secret,
+            {name: supervisor.control_url for name in supervisor.children if supervisor.control_url},
+            fresh=True,
+        )
+        return await _run_against(deployment, topology, workload, seed, chaos_path, schedule, progress, out_dir,
+                                  started_at)  # fmt: skip
+    finally:
+        progress.phase = "stopping"
+        supervisor.request_stop()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(supervised, 60)
+        with contextlib.suppress(OSError):
+            if (state_dir / "logs").exists():
+                shutil.copytree(state_dir / "logs", out_dir / "logs", dirs_exist_ok=True)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+async def _wait_ready(watcher: _ReadyWatcher, supervised: asyncio.Task) -> None:
     ready = asyncio.create_task(watcher.ready.wait())
     done, _ = await asyncio.wait({ready, supervised}, timeout=READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
     if ready not in done:
@@ -420,14 +426,30 @@ async def _experiment(
             error = supervised.exception()
             raise RunAborted(f"the regions did not start: {error or 'the supervisor exited'}")
         raise RunAborted(f"the regions were not ready after {READY_TIMEOUT_S:.0f} s")
+
+
+async def _run_against(
+    deployment: Deployment,
+    topology: Topology,
+    workload: Workload,
+    seed: int,
+    chaos_path: Path | None,
+    schedule: Any,
+    progress: Progress,
+    out_dir: Path,
+    started_at: str,
+) -> dict[str, Any]:
+    """The experiment proper, on regions that are up: load and faults, heal, quiesce, final reads, checks."""
     replicas = [region.name for region in topology.replicas]
-    endpoints = {name: supervisor.children[name].endpoint for name in replicas}
+    endpoints = {name: deployment.endpoints[name] for name in replicas}
     clock = SystemClock()
     history = History(clock)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        regions = Regions(endpoints, supervisor.secret, session, topology.credentials)
+        regions = Regions(endpoints, deployment.secret, session, topology.credentials)
         await _require_mode(topology, regions)
         table = next(spec for spec in topology.tables if spec.name == workload.table)
+        # Regions attached to may hold items of earlier runs: those the run never writes are not its to judge.
+        preexisting = {} if deployment.fresh else await _table_keys(regions, topology, replicas)
         load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), history, clock, topology.credentials)
         progress.load, progress.phase = load, "load"
 
@@ -435,14 +457,8 @@ async def _experiment(
         controller = None
         if schedule is not None:
             from ..chaos.controller import Controller
-            from ..chaos.target import RegionControlTarget
 
-            target = RegionControlTarget(
-                {name: child.endpoint for name, child in supervisor.children.items()},
-                supervisor.secret,
-                supervisor.control_url,
-                {region.name: region.clock_offset_ms for region in topology.regions},
-            )
+            target = deployment.control_target(topology)
             chaos_log = open(out_dir / "chaos.log", "w")  # noqa: SIM115, ASYNC230 - tiny; closed after the run
             controller = Controller(target, _LoopFaults(history, asyncio.get_running_loop(), clock),
                                     log=lambda line: (chaos_log.write(line + "\n"), chaos_log.flush()))  # fmt: skip
@@ -483,6 +499,7 @@ async def _experiment(
             for spec in topology.tables:
                 key_names = [k["AttributeName"] for k in spec.definition["KeySchema"]]
                 states[name][spec.name] = await regions.scan(name, spec.name, key_names)
+    states = _written_or_new(states, preexisting, history)  # what the checks judge and final_state.jsonl keeps
     checks = run_checkers(topology.mode, history, states)
     if waited is None:
         checks.append(
@@ -561,6 +578,31 @@ async def _experiment(
     }
 
 
+async def _table_keys(regions: Regions, topology: Topology, replicas: list[str]) -> dict[str, set[str]]:
+    """{table: key ids present in any replica now}."""
+    found: dict[str, set[str]] = {}
+    for name in replicas:
+        for spec in topology.tables:
+            key_names = [k["AttributeName"] for k in spec.definition["KeySchema"]]
+            found.setdefault(spec.name, set()).update(await regions.scan(name, spec.name, key_names))
+    return found
+
+
+def _written_or_new(states: dict, preexisting: dict[str, set[str]], history: History) -> dict:
+    """`states` without the items that were there before the run and that no operation of the run wrote."""
+    if not any(preexisting.values()):
+        return states
+    written = {(op.table, key_id(op.key)) for op in history.ops if op.is_write or op.is_delete}
+    return {
+        region: {
+            table: {key: item for key, item in items.items()
+                    if key not in preexisting.get(table, ()) or (table, key) in written}  # fmt: skip
+            for table, items in tables.items()
+        }
+        for region, tables in states.items()
+    }
+
+
 async def _require_mode(topology: Topology, regions: Regions) -> None:
     """Refuse to measure a mode the regions do not run: numbers from regions replicating in another mode than the
     topology asks for would be a lie. Regions name their mode in /control/status; one that does not runs MREC."""
@@ -580,6 +622,7 @@ def run_command(
     seed: int,
     out_dir: Path | None,
     duration_s: float | None = None,
+    attach: bool = False,
 ) -> int:
     """The CLI entry: run, print where the report is, return the exit status."""
     try:
@@ -591,6 +634,7 @@ def run_command(
                 out_dir=out_dir,
                 duration_s=duration_s,
                 progress_stream=sys.stderr,
+                attach=attach,
             )
         )
     except KeyboardInterrupt:

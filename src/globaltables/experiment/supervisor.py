@@ -4,9 +4,12 @@ Lifecycle
 1. Lock the state dir (default `./.globaltables/<topology name>/`): `up.lock` holds the supervisor's PID under an
    flock, so a second `up` on the same dir is refused while the first lives (the kernel drops the lock when it dies,
    even by SIGKILL, so a crashed supervisor never blocks the next one).
-2. The shared secret: the topology's `secret_file`, else `<dir>/secret`, generated once (secrets.token_hex, mode
-   0600) and reused on later runs. Regions get the file's path, never the secret on their command line (which
-   `ps` shows to every user).
+2. The shared secret: the topology's `secret_file`, else `$GLOBALTABLES_SECRET` (regions inherit the environment),
+   else `<dir>/secret`, generated once (secrets.token_hex, mode 0600) and reused on later runs. Regions get the
+   file's path, never the secret on their command line (which `ps` shows to every user).
+   `up --only A,B` starts just those regions on this host (docs/beyond-one-machine.md): the others run elsewhere,
+   so every region of the topology must be placed (an `endpoint`, or a host and a fixed port) for peers to find
+   each other, and the secret must be shared (a secret_file or the variable, not a generated one).
 3. Start one `globaltables region --topology T --name R --port P --data-dir <dir>/<R> --ready-file ...
    --secret-file ... --peers-file <dir>/state.json` per region, each in its own session (a terminal's Ctrl-C
    reaches only the supervisor, which then stops them in order), stdout and stderr to `<dir>/logs/<R>.log` (never
@@ -48,8 +51,8 @@ from aiohttp import web
 import globaltables
 
 from ..region.http_transport import SECRET_HEADER, secret_offered
-from .region_settings import SecretError, read_secret
-from .topology import Region, Topology, TopologyError, load_topology
+from .region_settings import SECRET_ENV, SecretError, read_secret, topology_secret
+from .topology import Region, Topology, TopologyError, is_loopback, load_topology
 
 log = logging.getLogger("globaltables.supervisor")
 
@@ -110,11 +113,14 @@ def lock_holder(data_dir: Path) -> int | None:
         os.close(fd)
 
 
-def ensure_secret(topology: Topology, data_dir: Path) -> Path:
-    """The secret file regions read: the topology's `secret_file`, or `<dir>/secret` (created once, mode 0600)."""
+def ensure_secret(topology: Topology, data_dir: Path) -> Path | None:
+    """The secret file regions read: the topology's `secret_file`, or `<dir>/secret` (created once, mode 0600);
+    None when the secret comes from $GLOBALTABLES_SECRET, which the regions inherit."""
     if topology.secret_file is not None:
         read_secret(topology.secret_file)  # fail now, with the file named, rather than in every region
         return topology.secret_file
+    if topology_secret(topology) is not None:
+        return None
     path = data_dir / SECRET_FILE
     if not path.exists():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -139,7 +145,7 @@ class RegionChild:
     region: Region
     topology_path: Path
     data_dir: Path
-    secret_file: Path
+    secret_file: Path | None
     state_file: Path
     log_path: Path
     ready_dir: Path
@@ -162,9 +168,10 @@ class RegionChild:
         return [
             sys.executable, "-m", "globaltables.cli.main", "region",
             "--topology", str(self.topology_path), "--name", self.name,
-            "--host", self.region.host, "--port", str(self.port),
+            "--host", self.region.bind, "--port", str(self.port),
             "--data-dir", str(self.data_dir), "--ready-file", str(ready_file),
-            "--secret-file", str(self.secret_file), "--peers-file", str(self.state_file),
+            "--peers-file", str(self.state_file),
+            *(["--secret-file", str(self.secret_file)] if self.secret_file is not None else []),
         ]  # fmt: skip
 
     def start(self) -> Path:
@@ -256,8 +263,11 @@ class RegionChild:
 
 
 class Supervisor:
-    def __init__(self, topology: Topology, topology_path: Path, data_dir: Path, out: IO[str]) -> None:
+    def __init__(
+        self, topology: Topology, topology_path: Path, data_dir: Path, out: IO[str], only: tuple[str, ...] = ()
+    ) -> None:
         self.topology = topology
+        self.only = only  # the regions this host starts; empty: all of them
         self.topology_path = topology_path.resolve()
         self.data_dir = data_dir.resolve()
         self.out = out
@@ -277,8 +287,9 @@ class Supervisor:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, self._stop.set)
+            self._check_placement()
             secret_file = ensure_secret(self.topology, self.data_dir)
-            self.secret = read_secret(secret_file)
+            self.secret = read_secret(secret_file) if secret_file is not None else topology_secret(self.topology)
             self._prepare_children(secret_file)
             runner = await self._serve_control()
             self.write_state()
@@ -307,17 +318,44 @@ class Supervisor:
         self.out.write(json.dumps(line) + "\n")
         self.out.flush()
 
-    def _prepare_children(self, secret_file: Path) -> None:
+    @property
+    def local_regions(self) -> tuple[Region, ...]:
+        return tuple(region for region in self.topology.regions if not self.only or region.name in self.only)
+
+    def _check_placement(self) -> None:
+        """With --only, the regions of other hosts must be reachable where the topology places them, ours at fixed
+        ports (peers elsewhere cannot read our state.json), and the secret shared rather than generated here."""
+        if not self.only:
+            return
+        unknown = [name for name in self.only if name not in self.topology.region_names]
+        if unknown:
+            raise SupervisorError(
+                f"--only names {', '.join(unknown)}, not in topology {self.topology.name!r} "
+                f"(regions: {', '.join(self.topology.region_names)})"
+            )
+        unplaced = [region.name for region in self.topology.regions if region.url is None]
+        if unplaced:
+            raise SupervisorError(
+                f"with --only, every region needs a fixed port or an endpoint in the topology so that regions on "
+                f"other hosts find it; not placed: {', '.join(unplaced)}"
+            )
+        if self.topology.secret_file is None and topology_secret(self.topology) is None:
+            raise SupervisorError(
+                f"with --only, the regions on each host need the same secret: set secret_file in the topology or "
+                f"${SECRET_ENV}"
+            )
+
+    def _prepare_children(self, secret_file: Path | None) -> None:
         logs = self.data_dir / "logs"
         ready = self.data_dir / "run"
         logs.mkdir(exist_ok=True)
         ready.mkdir(exist_ok=True)
-        for region in self.topology.regions:
+        for region in self.local_regions:
             self.children[region.name] = RegionChild(
                 region=region,
                 topology_path=self.topology_path,
                 data_dir=self.data_dir / region.name,
-                secret_file=secret_file.resolve(),
+                secret_file=secret_file.resolve() if secret_file is not None else None,
                 state_file=self.state_file,
                 log_path=logs / f"{region.name}.log",
                 ready_dir=ready,
@@ -353,8 +391,14 @@ class Supervisor:
                 "topology": self.topology.name,
                 "topology_file": str(self.topology_path),
                 "supervisor": {"pid": os.getpid(), "control_url": self.control_url, "running": not stopped},
-                "secret_file": str(next(iter(self.children.values())).secret_file) if self.children else None,
+                "secret_file": next((str(c.secret_file) for c in self.children.values() if c.secret_file), None),
                 "regions": {name: child.state() for name, child in self.children.items()},
+                # Regions of other hosts (`up --only`): where the topology places them, for peers and callers.
+                "elsewhere": {
+                    region.name: {"endpoint": region.url, "role": region.role}
+                    for region in self.topology.regions
+                    if region.name not in self.children
+                },
             },
         )
 
@@ -390,10 +434,14 @@ class Supervisor:
         )
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        # Beside its regions: loopback unless they bind beyond it (then callers on other hosts reach the control
+        # API at the first such region's advertised address, through the same secret).
+        exposed = next((r for r in self.local_regions if not is_loopback(r.bind)), None)
+        site = web.TCPSite(runner, exposed.bind if exposed else "127.0.0.1", 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.control_url = f"http://127.0.0.1:{port}"
+        host = exposed.host if exposed else "127.0.0.1"
+        self.control_url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
         return runner
 
     def _guard(self, handler):
@@ -452,7 +500,9 @@ class Supervisor:
 # -------------------------------------------------------------------------------------------------- commands
 
 
-def up(topology_path: Path, data_dir: Path | None = None, out: IO[str] | None = None) -> int:
+def up(
+    topology_path: Path, data_dir: Path | None = None, out: IO[str] | None = None, only: tuple[str, ...] = ()
+) -> int:
     """Run `globaltables up`; the exit code (0 after a signal, 1 when it could not start, 2 for a bad topology)."""
     try:
         topology = load_topology(topology_path)
@@ -461,7 +511,7 @@ def up(topology_path: Path, data_dir: Path | None = None, out: IO[str] | None = 
             print(line, file=sys.stderr)
         return 2
     data_dir = data_dir if data_dir is not None else default_data_dir(topology)
-    supervisor = Supervisor(topology, Path(topology_path), Path(data_dir), out or sys.stdout)
+    supervisor = Supervisor(topology, Path(topology_path), Path(data_dir), out or sys.stdout, only)
     try:
         return asyncio.run(supervisor.run())
     except (SupervisorError, SecretError, OSError) as error:

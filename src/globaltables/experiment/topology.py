@@ -12,6 +12,10 @@ Schema (MRSC rules from dynamodb-facts §3):
     mode: mrec                         # mrec (default) | mrsc
     regions:                           # required, unique AWS-style names
       - {name: us-east-1, host: 127.0.0.1, port: 0, role: replica, clock_offset_ms: 0}
+      # placement (docs/beyond-one-machine.md): `host` (or its synonym `advertise`) is the address peers and
+      # clients use; `bind` the address the region listens on (default 127.0.0.1; a non-loopback `host` needs
+      # an explicit `bind`); `endpoint` the URL of a region started elsewhere (instead of host and port)
+      - {name: eu-west-1, advertise: 10.0.0.2, bind: 0.0.0.0, port: 8000}
     links:                             # one-way delay; absent: 0 ms everywhere
       default: {latency_ms: 40, jitter_ms: 2}
       overrides: [{from: us-east-1, to: ap-southeast-1, latency_ms: 110, jitter_ms: 5, bidirectional: true}]
@@ -19,7 +23,8 @@ Schema (MRSC rules from dynamodb-facts §3):
     conflict_clock: hlc                # hlc (default) | wall
     ttl_sweep_interval_s: 1.0
     max_clock_offset_ms: 500
-    secret_file: path                  # relative to the topology file; absent: `up` generates a secret
+    secret_file: path                  # relative to the topology file; absent: $GLOBALTABLES_SECRET, else `up`
+                                       # generates one (a secret is never given on a command line)
     credentials:                       # optional: every region verifies request signatures (region/signing.py)
       AKIDEXAMPLE: wJalrXUtnFEMI       #   access key id -> secret (any region)
       AKIDEU: {secret: s3cr3t, regions: [eu-west-1]}   # a key bound to some regions is refused elsewhere
@@ -86,7 +91,8 @@ TOP_LEVEL_KEYS = (
     "credentials",
     "workload",
 )
-REGION_KEYS = ("name", "host", "port", "role", "clock_offset_ms")
+REGION_KEYS = ("name", "host", "advertise", "bind", "port", "endpoint", "role", "clock_offset_ms")
+LOOPBACK_NAMES = ("localhost", "::1")
 LINKS_KEYS = ("default", "overrides")
 LINK_KEYS = ("latency_ms", "jitter_ms")
 OVERRIDE_KEYS = ("from", "to", "latency_ms", "jitter_ms", "bidirectional")
@@ -104,13 +110,30 @@ class TopologyError(ValueError):
 # ---------------------------------------------------------------------------------------------- the model
 
 
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only (127.0.0.0/8, ::1, localhost): binding it reaches no other host."""
+    return host in LOOPBACK_NAMES or bool(re.fullmatch(r"127(?:\.\d{1,3}){3}", host))
+
+
 @dataclass(frozen=True)
 class Region:
     name: str
-    host: str = DEFAULT_HOST
+    host: str = DEFAULT_HOST  # the address peers and clients use (`advertise` in the file is a synonym)
     port: int | None = None  # None: bind port 0 and report the bound port
     role: Role = "replica"
     clock_offset_ms: float = 0  # added to this region's wall clock (skew on purpose)
+    bind: str = DEFAULT_HOST  # the address the region listens on; beyond loopback only when the file says so
+    endpoint: str | None = None  # the URL of a region started elsewhere; overrides host and port for callers
+
+    @property
+    def url(self) -> str | None:
+        """Where peers and clients reach this region, when the topology pins it (an endpoint or a fixed port)."""
+        if self.endpoint is not None:
+            return self.endpoint
+        if self.port:
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            return f"http://{host}:{self.port}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -473,11 +496,7 @@ class _Reader:
             if name is not None and name in seen:
                 self.error(f"{path}.name", f"duplicate region {name!r} (already regions[{seen[name]}])")
                 name = None
-            host = self.string(raw.get("host", DEFAULT_HOST), f"{path}.host")
-            port = raw.get("port")
-            if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
-                self.error(f"{path}.port", f"expected a port number 0..65535 (0 picks a free port), got {_show(port)}")
-                port = None
+            host, bind, port, endpoint = self.placement(raw, path)
             role = self.string(raw.get("role", "replica"), f"{path}.role", ROLES)
             if role == "witness" and mode != "mrsc":
                 self.error(f"{path}.role", "'witness' is only allowed when mode is mrsc")
@@ -488,13 +507,48 @@ class _Reader:
             regions.append(
                 Region(
                     name=name,
-                    host=host or DEFAULT_HOST,
+                    host=host,
+                    bind=bind,
+                    endpoint=endpoint,
                     port=port,
                     role=role or "replica",  # type: ignore[arg-type]
                     clock_offset_ms=offset or 0,
                 )
             )
         return tuple(regions)
+
+    def placement(self, raw: dict, path: str) -> tuple[str, str, int | None, str | None]:
+        """(host, bind, port, endpoint) of one region entry. Binding beyond loopback is explicit: a region
+        advertised at another host's address must say where it binds (`bind: 0.0.0.0`, or that address)."""
+        if "host" in raw and "advertise" in raw:
+            self.error(f"{path}.advertise", "give host or advertise (synonyms), not both")
+        key = "advertise" if "advertise" in raw else "host"
+        host = self.string(raw.get(key, DEFAULT_HOST), f"{path}.{key}") or DEFAULT_HOST
+        if "bind" in raw:
+            bind = self.string(raw["bind"], f"{path}.bind") or DEFAULT_HOST
+        elif is_loopback(host):
+            bind = host
+        else:
+            bind = DEFAULT_HOST
+            if "endpoint" not in raw:
+                self.error(
+                    f"{path}.bind",
+                    f"the region is advertised at {host!r}, which is not a loopback address, so it must say where "
+                    "it listens: set bind (e.g. 0.0.0.0, or that address); a region binds 127.0.0.1 unless its "
+                    "topology says otherwise",
+                )
+        port = raw.get("port")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
+            self.error(f"{path}.port", f"expected a port number 0..65535 (0 picks a free port), got {_show(port)}")
+            port = None
+        endpoint = None
+        if "endpoint" in raw:
+            endpoint = self.string(raw["endpoint"], f"{path}.endpoint")
+            if endpoint is not None and not re.fullmatch(r"https?://[^/\s:]+(?::\d{1,5})?/?", endpoint):
+                self.error(f"{path}.endpoint", f"expected a URL such as http://10.0.0.2:8000, got {endpoint!r}")
+                endpoint = None
+            endpoint = endpoint.rstrip("/") if endpoint else None
+        return host, bind, port, endpoint
 
     def mrsc_rules(self, regions: tuple[Region, ...]) -> None:
         """Facts §3: exactly three regions, three replicas or two replicas plus one witness, one region set."""

@@ -97,7 +97,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         return name
 
     async def status(_request: web.Request) -> web.Response:
-        return json_response(host.status())
+        return json_response({**host.status(), "supervisor_url": getattr(host, "supervisor_url", None)})
 
     async def faults(request: web.Request) -> web.Response:
         body = await read_object(request)

@@ -84,11 +84,17 @@ class RegionHost:
                 for name, entry in regions.items()
                 if name in self.transport.peers and isinstance(entry, dict) and entry.get("endpoint")
             }
+            # The supervisor that can crash and restart this region, reported in /control/status so that callers
+            # on other hosts (`chaos`, `run --attach`) find it through the region.
+            supervisor = state.get("supervisor") or {}
+            self.supervisor_url = supervisor.get("control_url") if supervisor.get("running", True) else None
         except (OSError, ValueError, AttributeError, TypeError) as error:  # half-written by a foreign tool: retry
             log.warning("cannot read peers file %s: %s", path, error)
             return
         self._peers_file_mtime = mtime
         self.set_endpoints(endpoints)
+
+    supervisor_url: str | None = None
 
     async def _watch_peers_file(self) -> None:
         while True:

@@ -39,6 +39,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="seed for simulated global-table tests (default: random per session, printed in the header)",
     )
+    group.addoption(
+        "--globaltables-attach",
+        action="store_true",
+        default=False,
+        help="process mode: use regions already running where the topology places them (other hosts, "
+        "`up --only`, Kubernetes) instead of starting them",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -131,7 +138,7 @@ def topology(
     identity = topology_yaml(spec)
     harness = pool.get(identity)
     if harness is None:
-        harness = pool[identity] = ProcessHarness(spec)
+        harness = pool[identity] = ProcessHarness(spec, attach=request.config.getoption("--globaltables-attach"))
     else:
         harness.reset()
     yield harness

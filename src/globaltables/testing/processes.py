@@ -10,6 +10,11 @@ with the topology's shared secret. Time is real: `advance` sleeps, waits poll ev
 Starting processes costs seconds, so the pytest plugin shares one harness per module and topology; `reset()` gives
 each test a fresh history and heals whatever faults the previous test left. Tests sharing a harness keep apart
 through unique keys.
+
+With `attach` (the plugin's `--globaltables-attach`), nothing is started or stopped: the harness talks to regions
+already running where the topology places them (other hosts, `up --only`, Kubernetes; experiment/deployment.py),
+with the secret from the topology's secret_file or $GLOBALTABLES_SECRET, and sends process faults to the
+supervisor each region names.
 """
 
 from __future__ import annotations
@@ -60,12 +65,16 @@ class ProcessHarness(ReadsThroughClients, Harness):
     mode = "process"
     time_label = "elapsed"
 
-    def __init__(self, topology: Topology, workdir: str | Path | None = None) -> None:
+    def __init__(self, topology: Topology, workdir: str | Path | None = None, *, attach: bool = False) -> None:
         self._clock = _TestClock()
         self._tempdir = tempfile.TemporaryDirectory(prefix="globaltables-kit-") if workdir is None else None
         self.workdir = Path(workdir if workdir is not None else self._tempdir.name)  # type: ignore[union-attr]
         self.process: subprocess.Popen | None = None
-        self._start(topology)
+        self._target = None  # attached: the control target that finds each region's supervisor
+        if attach:
+            self._attach(topology)
+        else:
+            self._start(topology)
         super().__init__(topology, None)
         # A strong-mode witness serves no table data: reads, scans and convergence look at the replicas only.
         self.witnesses = frozenset(r.name for r in topology.regions if r.role == "witness")
@@ -105,6 +114,14 @@ class ProcessHarness(ReadsThroughClients, Harness):
         self.endpoints = {line["region"]: line["endpoint"] for line in lines if "region" in line}
         self.data_dir = data_dir
         self.secret = (data_dir / "secret").read_text().strip()
+
+    def _attach(self, topology: Topology) -> None:
+        from ..experiment.deployment import attached
+
+        deployment = attached(topology, self.workdir / "supervisors.json")
+        self.endpoints = dict(deployment.endpoints)
+        self.secret = deployment.secret
+        self._target = deployment.control_target(topology)
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -231,13 +248,22 @@ class ProcessHarness(ReadsThroughClients, Harness):
     def _faults(self, region: str, body: dict) -> None:
         self._control(self.endpoints[region], "/control/faults", body)
 
+    def _supervisor_url(self, region: str) -> str:
+        if self._target is not None:
+            return self._target.supervisor_of(region)
+        return json.loads((self.data_dir / "state.json").read_text())["supervisor"]["control_url"]
+
     def _supervisor(self, region: str, action: str) -> dict:
-        url = json.loads((self.data_dir / "state.json").read_text())["supervisor"]["control_url"]
-        return self._control(url, f"/control/regions/{region}/{action}", {})
+        return self._control(self._supervisor_url(region), f"/control/regions/{region}/{action}", {})
 
     def _supervisor_state(self, region: str) -> bool:
         """Whether the region's process is running."""
-        url = json.loads((self.data_dir / "state.json").read_text())["supervisor"]["control_url"]
+        from ..chaos.target import TargetError
+
+        try:
+            url = self._supervisor_url(region)
+        except TargetError:  # an attached region nobody supervises (a pod): nothing here restarts it
+            return True
         return bool(self._control(url, "/control/status")["regions"][region]["running"])
 
     def _fault(self, f: str, value: Any = None, region: str | None = None) -> None:

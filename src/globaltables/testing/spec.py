@@ -63,6 +63,8 @@ def topology_yaml(topology: Topology) -> str:
         "regions": [
             {"name": r.name, "host": r.host, "role": r.role, "clock_offset_ms": r.clock_offset_ms}
             | ({"port": r.port} if r.port else {})
+            | ({"bind": r.bind} if r.bind != r.host else {})
+            | ({"endpoint": r.endpoint} if r.endpoint else {})
             for r in topology.regions
         ],
         "links": {
