@@ -30,7 +30,6 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 
 from ..engine import partiql, strong_requests, table_arns
 from ..engine.engine import PARTIQL_OPERATIONS
