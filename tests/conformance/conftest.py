@@ -181,8 +181,9 @@ def force_request_compression(client: Any) -> None:
 
 @pytest.fixture(scope="module")
 def client_factory(target: Target, region_endpoint: str) -> Callable[..., Any]:
-    """`client_factory("dynamodb", config=None, endpoint=None)`: a boto3 client on the target, or on `endpoint`
-    (a region process a test started itself); every client of the suite is made here."""
+    """`client_factory("dynamodb", config=None, endpoint=None, region=None)`: a boto3 client on the target, or on
+    `endpoint` (a region process a test started itself), signing for `region` (default the target's); every client
+    of the suite is made here."""
 
     def count(request, **_kwargs) -> None:
         coding = request.headers.get("Content-Encoding")
@@ -193,13 +194,15 @@ def client_factory(target: Target, region_endpoint: str) -> Callable[..., Any]:
         if http_response is not None and http_response.status_code >= 500:
             target.server_errors.append(f"{model.name}: {http_response.status_code}")
 
-    def make(service: str = "dynamodb", config: Config | None = None, endpoint: str | None = None) -> Any:
+    def make(
+        service: str = "dynamodb", config: Config | None = None, endpoint: str | None = None, region: str | None = None
+    ) -> Any:
         merged = BASE_CONFIG if config is None else BASE_CONFIG.merge(config)
         if target.compress_requests:
             merged = merged.merge(Config(request_min_compression_size_bytes=1, disable_request_compression=False))
         client = boto3.client(
             service,
-            region_name=target.region_name,
+            region_name=region or target.region_name,
             endpoint_url=endpoint or region_endpoint,
             config=merged,
             **target.credentials,

@@ -50,6 +50,14 @@ def region(store, tmp_path_factory):
         process.stop()
 
 
+@pytest.fixture(scope="module")
+def region_endpoint(request, target, store) -> str:
+    """As conftest's, but keyed by the store, so the module's clients follow the region of each store's run."""
+    if target.endpoint is not None:
+        return target.endpoint
+    return request.getfixturevalue("region").endpoint
+
+
 # ------------------------------------------------------------------------------------------------------ helpers
 
 

@@ -15,7 +15,6 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from region_process import make_client
 
 NOT_WELL_FORMED = "Statement wasn't well formed, can't be processed: "
 INCOMPLETE_KEY = "Where clause does not contain a mandatory equality on all key attributes"
@@ -444,11 +443,11 @@ def test_malformed_and_unsupported_statements_are_validation_errors(dynamodb, fl
     assert dynamodb.scan(TableName=flat)["Count"] == 0
 
 
-def test_unknown_table_and_request_shape_errors(dynamodb, region_endpoint):
+def test_unknown_table_and_request_shape_errors(dynamodb, client_factory):
     # Why: a missing table is ResourceNotFoundException; request members are validated as the API model says.
     error = refusal(run, client=dynamodb, statement='SELECT * FROM "no-such-table" WHERE pk = \'a\'')
     assert error["Error"] == {"Code": "ResourceNotFoundException", "Message": "Requested resource not found"}
-    unchecked = make_client(region_endpoint, config=Config(parameter_validation=False, retries={"total_max_attempts": 1}))
+    unchecked = client_factory(config=Config(parameter_validation=False, retries={"total_max_attempts": 1}))
     error = refusal(run, client=unchecked, statement='SELECT * FROM "no-such-table"', Limit=0)
     assert "Member must have value greater than or equal to 1" in error["Error"]["Message"]
 
@@ -461,13 +460,13 @@ def test_a_write_reports_consumed_capacity(dynamodb, flat):
     run(dynamodb, f"DELETE FROM \"{flat}\" WHERE pk = '{pk}'")
 
 
-def test_partiql_writes_reach_the_table_stream(dynamodb, region_endpoint, unique_table_name):
+def test_partiql_writes_reach_the_table_stream(dynamodb, client_factory, unique_table_name):
     # Why: PartiQL writes are the item operations' writes, so streams see them with the same event names.
     table = create(dynamodb, unique_table_name("Streamed"), sort=False, stream=True)
     run(dynamodb, f"INSERT INTO \"{table}\" VALUE {{'pk': 'a', 'v': 1}}")
     run(dynamodb, f"UPDATE \"{table}\" SET v = 2 WHERE pk = 'a'")
     run(dynamodb, f"DELETE FROM \"{table}\" WHERE pk = 'a'")
-    streams = make_client(region_endpoint, "dynamodbstreams")
+    streams = client_factory("dynamodbstreams")
     arn = dynamodb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
     iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")

@@ -3,7 +3,6 @@ no Attributes; an update that sets anything (or an empty AttributeUpdates) still
 
 import pytest
 
-from region_process import make_client
 
 
 @pytest.fixture(scope="module")
@@ -19,9 +18,9 @@ def table(dynamodb, unique_table_name):
     return name
 
 
-def stream_keys(region_endpoint, dynamodb, table):
+def stream_keys(client_factory, dynamodb, table):
     """The keys of every record in the table's stream, in order."""
-    streams = make_client(region_endpoint, "dynamodbstreams")
+    streams = client_factory("dynamodbstreams")
     arn = dynamodb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
     iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
@@ -49,7 +48,7 @@ REMOVE_ONLY = {
 
 
 @pytest.mark.parametrize("name", sorted(REMOVE_ONLY))
-def test_a_remove_only_update_of_a_missing_item_is_a_no_op(region_endpoint, dynamodb, table, name):
+def test_a_remove_only_update_of_a_missing_item_is_a_no_op(client_factory, dynamodb, table, name):
     # Why: DynamoDB does not create an item to remove attributes from: no item, no stream record, and ALL_NEW has
     # nothing to return.
     pk = f"missing-{name}"
@@ -57,7 +56,7 @@ def test_a_remove_only_update_of_a_missing_item_is_a_no_op(region_endpoint, dyna
     assert "Attributes" not in response
     assert not exists(dynamodb, table, pk)
     dynamodb.put_item(TableName=table, Item={"pk": {"S": f"marker-{name}"}})
-    keys = stream_keys(region_endpoint, dynamodb, table)
+    keys = stream_keys(client_factory, dynamodb, table)
     assert f"marker-{name}" in keys and pk not in keys
 
 
@@ -70,13 +69,13 @@ def test_a_remove_only_update_of_a_missing_item_is_a_no_op(region_endpoint, dyna
      dict(AttributeUpdates={})],
     ids=["set", "remove-and-set", "add", "legacy-put", "empty-attribute-updates"],
 )
-def test_an_update_that_sets_anything_creates_the_item(region_endpoint, dynamodb, table, parameters, request):
+def test_an_update_that_sets_anything_creates_the_item(client_factory, dynamodb, table, parameters, request):
     # Why: UpdateItem "adds a new item to the table if it does not already exist" when it has something to write.
     pk = f"created-{request.node.callspec.id}"
     response = dynamodb.update_item(TableName=table, Key={"pk": {"S": pk}}, ReturnValues="ALL_NEW", **parameters)
     assert response["Attributes"]["pk"] == {"S": pk}
     assert exists(dynamodb, table, pk)
-    assert pk in stream_keys(region_endpoint, dynamodb, table)
+    assert pk in stream_keys(client_factory, dynamodb, table)
 
 
 def test_remove_on_an_existing_item_still_removes(dynamodb, table):

@@ -20,7 +20,6 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from region_process import make_client
 
 AMZ_JSON = "application/x-amz-json-1.0"
 
@@ -38,40 +37,40 @@ def refused(call) -> tuple[str, str]:
     return error["Code"], error["Message"]
 
 
-def test_any_key_is_accepted(region_endpoint):
+def test_any_key_is_accepted(client_factory):
     # R11: without a key store the service cannot check keys; a region without credentials configured does not.
-    make_client(region_endpoint).list_tables()
+    client_factory().list_tables()
 
 
-def test_a_request_signed_20_minutes_ago_is_refused(region_endpoint):
+def test_a_request_signed_20_minutes_ago_is_refused(client_factory):
     # R11: "Signature expired: <date> is now earlier than <limit> (<now> - 5 min.)".
-    client = make_client(region_endpoint)
+    client = client_factory()
     with signed_minutes_ago(20):
         code, message = refused(client.list_tables)
     assert code == "InvalidSignatureException"
     assert message.startswith("Signature expired: ") and message.endswith(" - 5 min.)")
 
 
-def test_a_request_signed_20_minutes_ahead_is_refused(region_endpoint):
+def test_a_request_signed_20_minutes_ahead_is_refused(client_factory):
     # R11: "Signature not yet current: <date> is still later than <limit> (<now> + 5 min.)".
-    client = make_client(region_endpoint)
+    client = client_factory()
     with signed_minutes_ago(-20):
         code, message = refused(client.list_tables)
     assert code == "InvalidSignatureException"
     assert message.startswith("Signature not yet current: ") and message.endswith(" + 5 min.)")
 
 
-def test_a_request_signed_for_another_region_is_refused(region_endpoint, unique_table_name):
+def test_a_request_signed_for_another_region_is_refused(client_factory, unique_table_name):
     # R21: a client configured for eu-west-1 pointed at us-east-1's endpoint writes nothing.
     name = unique_table_name("scoped")
-    code, message = refused(lambda: make_client(region_endpoint, region="eu-west-1").create_table(
+    code, message = refused(lambda: client_factory(region="eu-west-1").create_table(
         TableName=name, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST"))  # fmt: skip
     assert (code, message) == (
         "InvalidSignatureException",
         "Credential should be scoped to a valid region, not 'eu-west-1'. ",
     )
-    assert name not in make_client(region_endpoint).list_tables()["TableNames"]
+    assert name not in client_factory().list_tables()["TableNames"]
 
 
 def test_a_request_signed_for_another_service_is_refused(region_endpoint):

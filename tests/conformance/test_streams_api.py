@@ -5,20 +5,19 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from region_process import make_client
 
 NO_CLIENT_VALIDATION = Config(retries={"total_max_attempts": 1}, parameter_validation=False)
 
 
 @pytest.fixture(scope="module")
-def streams(region_endpoint):
-    return make_client(region_endpoint, "dynamodbstreams")
+def streams(client_factory):
+    return client_factory("dynamodbstreams")
 
 
 @pytest.fixture(scope="module")
-def raw_streams(region_endpoint):
+def raw_streams(client_factory):
     """A streams client that sends what it is given (botocore would refuse some requests before sending them)."""
-    return make_client(region_endpoint, "dynamodbstreams", config=NO_CLIENT_VALIDATION)
+    return client_factory("dynamodbstreams", config=NO_CLIENT_VALIDATION)
 
 
 def make_table(dynamodb, name, stream=True):

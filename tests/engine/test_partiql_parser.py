@@ -140,7 +140,7 @@ def test_a_cached_statement_text_binds_each_requests_parameters_afresh():
         ("SELECT * FROM t WHERE a IN ?", [{"S": "x"}], "IN operator must have a left hand argument of type Variable Reference and right hand argument of type Seq with at least one member"),
         ("UPDATE t SET a = set_add(a, ?) WHERE pk = 1", [{"S": "x"}], "The second argument to SET_ADD must be a value with type SET"),
         ("INSERT INTO t VALUE {'a': <<?, 1>>}", [{"S": "x"}], "Unsupported data type in Bag. DynamoDB only supports either numbers or strings in bags"),
-        ("INSERT INTO t VALUE {'a': ?}", [{"N": "x"}], "A value provided cannot be converted into a number"),
+        ("INSERT INTO t VALUE {'a': ?}", [{"N": "x"}], "The parameter cannot be converted to a numeric value: x"),
     ],
 )  # fmt: skip
 def test_parameter_values_are_checked_where_they_stand(text, parameters, message):

@@ -47,7 +47,8 @@ def test_chaos_check_and_run_attach_work_across_separate_ups(hosts, tmp_path: Pa
     topology, endpoints, _ = hosts
     work = tmp_path / "elsewhere"
     work.mkdir()
-    us, eu = make_client(endpoints["us-east-1"]), make_client(endpoints["eu-west-1"])
+    us = make_client(endpoints["us-east-1"], region="us-east-1")
+    eu = make_client(endpoints["eu-west-1"], region="eu-west-1")
 
     # A partition between two hosts' regions holds writes back; heal and check converge them.
     assert cli("chaos", str(topology), "partition", "us-east-1", "eu-west-1", cwd=work).returncode == 0

@@ -184,7 +184,7 @@ async def test_a_region_whose_requests_wait_decodes_and_compresses_the_same_way(
     engine = Engine(store, SystemClock(), region="us-east-1")
     seen: list[bytes] = []
 
-    async def answer_async(headers, query_string, raw):
+    async def answer_async(headers, query_string, raw, path="/", signed=None):
         seen.append(raw)
         return 200, orjson.dumps({"echo": raw.decode(), "padding": "p" * 5000})
 

@@ -18,6 +18,9 @@ How the kinds map, and where the semantics differ (docs/beyond-one-machine.md ha
   correlation, which is not a Gilbert-Elliott burst model.
 - reorder: NetworkChaos `delay` with `reorder` (netem sends the reordered share at once and delays the rest).
 - bandwidth: NetworkChaos `bandwidth` (`rate` in tc's units: our KB/s is tc's `kbps`).
+- pause-replication (AWS FIS's aws:dynamodb:global-table-pause-replication): a partition of the replication links
+  it holds. Chaos Mesh cuts packets, not one table's records: every table and the region's other traffic between
+  those pods stop too, where the regions' own action holds only the named table.
 - stall: no netem equivalent; exported as a partition (messages dropped, not held; replication resends them after
   the heal, so a stall and a partition end the same way, with different lag on the way).
 - skew and bump: TimeChaos `timeOffset` on the region container (CLOCK_REALTIME). TimeChaos shifts only the target
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..chaos.faults import LINK_VERBS, PARTITION_VERBS, Fault
+from ..chaos.faults import LINK_VERBS, PARTITION_VERBS, TABLE_VERBS, Fault
 from ..chaos.schedule import Schedule
 from .kubernetes import REGION_LABEL, TOPOLOGY_LABEL, dns_label
 from .topology import Topology
@@ -89,9 +92,14 @@ class ChaosMeshExport:
     def chaos_of(self, fault: Fault) -> list[tuple[str, str, dict[str, Any]]]:
         """[(templateType, field name, spec)] that inject `fault` (empty when Chaos Mesh cannot express it)."""
         verb = fault.verb
-        if verb in PARTITION_VERBS or verb == "stall":
+        if verb in PARTITION_VERBS or verb == "stall" or verb in TABLE_VERBS:
             if verb == "stall":
                 pairs = set(fault.directions())
+            elif verb in TABLE_VERBS:  # pause-replication: the links that stop carrying the table's records
+                held = fault.held_replication([region.name for region in self.topology.replicas])
+                pairs = {
+                    (source, peer) for source, tables in held.items() for peers in tables.values() for peer in peers
+                }
             else:
                 grudge = fault.grudge(self.topology.region_names)
                 pairs = {(sender, receiver) for receiver, senders in grudge.items() for sender in senders}
