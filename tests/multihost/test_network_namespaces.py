@@ -82,6 +82,8 @@ def test_mrec_experiment_with_a_partition_across_three_network_stacks(hosts, tmp
         assert supervisor.startswith(f"http://{hosts.address(1)}:")
         assert control(f"{supervisor}/control/regions/eu-west-1/crash", {}, None)[0] == 401
         assert control(f"{endpoint}/control/status", None, SECRET)[0] == 200  # still up
+        assert control(f"{endpoint}/replication", None, None)[0] == 401
+        assert control(f"{endpoint}/replication", None, "not-the-secret")[0] == 401
 
         out = tmp_path / "results"
         ran = cli(
