@@ -159,13 +159,59 @@ def test_expressions_longer_than_4_kb_are_refused():
     assert "expression size: 4219" in error(parse_condition, multibyte, ctx)
 
 
-def test_deep_nesting_is_a_syntax_error_not_a_crash():
+def test_deep_nesting_is_refused_not_a_crash():
     ctx = ExpressionContext(None, values(":v"))
+    # 1000 NOTs: DynamoDB's limit of 300 operators is what refuses this one.
     text = "NOT " * 1000 + "a = :v"
-    assert "Syntax error" in error(parse_condition, text, ctx)
+    assert error(parse_condition, text, ctx) == (
+        "Invalid ConditionExpression: The expression contains too many operators; operator count: 301"
+    )
     text = "(" * 1000 + "a = :v" + ")" * 1000
     message = error(parse_condition, text, ctx)
     assert message.startswith("Invalid ConditionExpression: ")
+
+
+def test_expressions_nest_as_deep_as_300_operators_allow():
+    ctx = ExpressionContext(None, values(":v"))
+    text = "a = :v"
+    for _ in range(149):
+        text = f"a = :v OR ({text})"  # 299 operators, 149 levels of parentheses
+    assert parse_condition(text, ctx) is not None
+    text = "a = :v"
+    for _ in range(299):
+        text = f"NOT ({text})"  # 300 operators, 299 levels of NOT and parentheses
+    assert parse_condition(text, ctx) is not None
+    assert error(parse_condition, f"NOT ({text})", ctx) == (
+        "Invalid ConditionExpression: The expression contains too many operators; operator count: 301"
+    )
+
+
+def test_update_operators_count_toward_the_limit():
+    ctx = ExpressionContext(None, values(":v"))
+    sets = ",".join(f"a{i}=:v+:v" for i in range(300))  # 300 '+' in 3.3 KB
+    assert parse_update(f"SET {sets}", ctx) is not None
+    assert error(parse_update, f"SET {sets},b=:v-:v", ctx) == (
+        "Invalid UpdateExpression: The expression contains too many operators; operator count: 301"
+    )
+
+
+def test_names_start_with_a_letter():
+    ctx = ExpressionContext(None, values(":v"))
+    for text, token in (("_x = :v", "_"), ("1x = :v", "1"), ("a-b = :v", "-"), ("_f(a)", "_")):
+        assert error(parse_condition, text, ctx).startswith(f'Invalid ConditionExpression: Syntax error; token: "{token}"')
+    assert error(parse_condition, "f(a)", ctx) == "Invalid ConditionExpression: Invalid function name; function: f"
+    assert parse_condition("a_1 = :v", ctx) is not None
+
+
+def test_list_index_range():
+    ctx = ExpressionContext(None, values(":v"))
+    assert error(parse_condition, "a[99999999999999] = :v", ctx) == (
+        "Invalid ConditionExpression: List index is not within the allowable range; index: [99999999999999]"
+    )
+    assert error(parse_condition, "a[2147483648] = :v", ctx) == (
+        "Invalid ConditionExpression: List index is not within the allowable range; index: [2147483648]"
+    )
+    assert parse_condition("a[2147483647] = :v", ctx) is not None
 
 
 # -------------------------------------------------------------------------------------------------- precedence

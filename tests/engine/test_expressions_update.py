@@ -115,6 +115,14 @@ def test_arithmetic():
     assert update("SET n = :prec + :one")["n"] == {"N": "12345678901234567890123456789012345679"}
 
 
+def test_parentheses_may_enclose_the_arithmetic_pair():
+    assert update("SET n = (n - :two)")["n"] == {"N": "8"}
+    assert update("SET c = (if_not_exists(c, :one) - :two)")["c"] == {"N": "-1"}
+    assert update("SET n = (n) + (:one)")["n"] == {"N": "11"}
+    assert parse_error("SET n = (n - :one) - :one").startswith('Invalid UpdateExpression: Syntax error; token: "-"')
+    assert parse_error("SET n = ((n - :one))") == "Invalid UpdateExpression: The expression has redundant parentheses;"
+
+
 NUMBER_OVERFLOW = "Number overflow. Attempting to store a number with magnitude larger than supported range"
 
 

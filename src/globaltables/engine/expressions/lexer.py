@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-NAME = "NAME"  # an attribute name or keyword: [A-Za-z_][A-Za-z0-9_]*
+NAME = "NAME"  # an attribute name or keyword: [A-Za-z][A-Za-z0-9_]* (a leading '_' or digit is a syntax error)
 NAME_REF = "NAME_REF"  # an ExpressionAttributeNames placeholder: #[A-Za-z0-9_]*
 VALUE_REF = "VALUE_REF"  # an ExpressionAttributeValues placeholder: :[A-Za-z0-9_]*
 NUMBER = "NUMBER"  # a list index: [0-9]+
@@ -34,7 +34,7 @@ class Token(NamedTuple):
 _TOKEN_RE = re.compile(
     r"""
     (?P<ws>[ \t\r\n]+)
-  | (?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<NAME>[A-Za-z][A-Za-z0-9_]*)
   | (?P<NAME_REF>\#[A-Za-z0-9_]*)
   | (?P<VALUE_REF>:[A-Za-z0-9_]*)
   | (?P<NUMBER>[0-9]+)

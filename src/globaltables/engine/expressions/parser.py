@@ -13,7 +13,8 @@ Grammar (keywords case-insensitive, function names case-sensitive):
     path        := (NAME | #name) ('.' (NAME | #name) | '[' NUMBER ']')*
     update      := clause+  with clause := SET set (',' set)* | REMOVE path (',' path)*
                                          | ADD path :value (',' ...)* | DELETE path :value (',' ...)*
-    set         := path '=' operand (('+' | '-') operand)?
+    set         := path '=' value      with value := term (('+' | '-') operand)?, term := operand | '(' value ')'
+                                       (one arithmetic pair at most, parenthesised or not)
     projection  := path (',' path)*
 
 A syntax error stops the parse at once ("Syntax error; token: ..., near: ..."). Everything else DynamoDB reports
@@ -26,6 +27,7 @@ so a request repeating an expression only pays for resolution.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -65,17 +67,30 @@ CONDITION_FUNCTIONS = {
 }
 UPDATE_FUNCTIONS = {"if_not_exists": 2, "list_append": 2}
 BOOLEAN_FUNCTIONS = frozenset(name for name in CONDITION_FUNCTIONS if name != "size")
-# Functions whose first operand must be a document path.
-PATH_FUNCTIONS = frozenset({"attribute_exists", "attribute_not_exists", "attribute_type", "if_not_exists"})
+# Functions whose first operand must be a document path (attribute_type may test a value too: its second operand,
+# the type name, is what must be an expression attribute value).
+PATH_FUNCTIONS = frozenset({"attribute_exists", "attribute_not_exists", "if_not_exists"})
 COMPARATORS = frozenset({"=", "<>", "<", "<=", ">", ">="})
 # Words after which '(' opens a group; after any other word it opens a function's arguments or an IN list.
 _GROUPING_KEYWORDS = frozenset({"NOT", "AND", "OR", "BETWEEN"})
 
 MAX_PATH_DEPTH = 32
 MAX_IN_OPERANDS = 100
-# Nesting of parentheses/NOT the parser follows before calling the text a syntax error: keeps recursion far from
-# Python's limit for any 4 KB text.
-MAX_NESTING = 100
+MAX_LIST_INDEX = 2**31 - 1  # a list index must fit a signed 32-bit integer
+# "The maximum number of operators or functions allowed in an UpdateExpression is 300" (DynamoDB constraints,
+# expression parameters); the same limit holds in conditions. Comparators, BETWEEN, IN, AND, OR, NOT, '+', '-'
+# and function calls count; parentheses do not.
+MAX_OPERATORS = 300
+# Nesting of parentheses, NOT and function calls the parser follows before calling the text a syntax error. A level
+# that is not redundant holds an operator and at most one pair of parentheses, so an accepted expression never goes
+# deeper than this.
+MAX_NESTING = 2 * MAX_OPERATORS
+# Parsing, resolving and evaluating a tree 300 levels deep takes a few Python frames per level, more than CPython's
+# default limit of 1000 leaves beside a request's own stack. Python-to-Python calls do not grow the C stack
+# (CPython 3.11+), so raising the limit costs nothing for shallow expressions.
+_FRAMES_FOR_DEEPEST_EXPRESSION = 12 * MAX_NESTING + 1000
+if sys.getrecursionlimit() < _FRAMES_FOR_DEEPEST_EXPRESSION:
+    sys.setrecursionlimit(_FRAMES_FOR_DEEPEST_EXPRESSION)
 
 # Issue categories in the order DynamoDB reports them (the first category present wins).
 SECTION = "section"
@@ -126,6 +141,13 @@ class _Fail(Exception):
         self.index = index
 
 
+class _Refuse(Exception):
+    """A limit of the text itself that stops the parse at once, like a syntax error, with its own message."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
 @dataclass(slots=True)
 class _Bare:
     """An operand standing alone inside parentheses: '(a) = :v' or '(size(a)) > :n' or '(begins_with(a, :p))'."""
@@ -141,12 +163,14 @@ def parse_syntax(grammar: str, text: str) -> Syntax | SyntaxFailure:
         tree = parser.parse()
     except _Fail as failure:
         return SyntaxFailure(syntax_error_message(text, parser.tokens, failure.index))
+    except _Refuse as refusal:
+        return SyntaxFailure(refusal.message)
     parser.check_redundant_parentheses()
     return Syntax(tree, parser.issues)
 
 
 class _Parser:
-    __slots__ = ("depth", "functions", "grammar", "issues", "pos", "text", "tokens")
+    __slots__ = ("depth", "functions", "grammar", "issues", "operators", "pos", "text", "tokens")
 
     def __init__(self, text: str, grammar: str) -> None:
         self.text = text
@@ -155,6 +179,7 @@ class _Parser:
         self.grammar = grammar
         self.issues: dict[str, str] = {}
         self.depth = 0
+        self.operators = 0
         self.functions = UPDATE_FUNCTIONS if grammar == UPDATE else CONDITION_FUNCTIONS
 
     # ----------------------------------------------------------------------------------------------- utilities
@@ -185,6 +210,11 @@ class _Parser:
         if not self.peek_punct(text):
             raise _Fail(self.pos)
         self.pos += 1
+
+    def count_operator(self) -> None:
+        self.operators += 1
+        if self.operators > MAX_OPERATORS:
+            raise _Refuse(f"The expression contains too many operators; operator count: {self.operators}")
 
     def enter(self) -> None:
         self.depth += 1
@@ -252,6 +282,8 @@ class _Parser:
                     raise _Fail(self.pos + 1)
                 if not (tokens[self.pos + 2].kind == PUNCT and tokens[self.pos + 2].text == "]"):
                     raise _Fail(self.pos + 2)
+                if len(index.text) > 10 or int(index.text) > MAX_LIST_INDEX:
+                    raise _Refuse(f"List index is not within the allowable range; index: [{index.text}]")
                 elements.append(int(index.text))
                 self.pos += 3
             else:
@@ -294,6 +326,7 @@ class _Parser:
     def function_call(self) -> FunctionCall:
         name = self.tokens[self.pos].text
         self.pos += 2  # name and '('
+        self.count_operator()
         self.enter()
         args = [self.operand()]
         while self.peek_punct(","):
@@ -334,6 +367,7 @@ class _Parser:
         while self.peek_keyword("OR"):
             left = self.finish(left)
             self.pos += 1
+            self.count_operator()
             left = Or(left, self.conjunction(False))
         return left
 
@@ -342,12 +376,14 @@ class _Parser:
         while self.peek_keyword("AND"):
             left = self.finish(left)
             self.pos += 1
+            self.count_operator()
             left = And(left, self.negation(False))
         return left
 
     def negation(self, allow_bare: bool) -> Any:
         if self.peek_keyword("NOT"):
             self.pos += 1
+            self.count_operator()
             self.enter()
             inner = Not(self.negation(False))
             self.depth -= 1
@@ -371,10 +407,12 @@ class _Parser:
         token = self.tokens[self.pos]
         if token.kind == PUNCT and token.text in COMPARATORS:
             self.pos += 1
+            self.count_operator()
             self.check_operand(left)
             return Comparison(token.text, left, self.operand())
         if self.peek_keyword("BETWEEN"):
             self.pos += 1
+            self.count_operator()
             self.check_operand(left)
             lower = self.operand()
             if not self.peek_keyword("AND"):
@@ -383,6 +421,7 @@ class _Parser:
             return Between(left, lower, self.operand())
         if self.peek_keyword("IN"):
             self.pos += 1
+            self.count_operator()
             self.check_operand(left)
             self.expect_punct("(")
             choices = [self.operand()]
@@ -441,12 +480,7 @@ class _Parser:
         path = self.path()
         if clause == SET:
             self.expect_punct("=")
-            left = self.operand()
-            token = self.tokens[self.pos]
-            if token.kind == PUNCT and token.text in ("+", "-"):
-                self.pos += 1
-                return UpdateAction(SET, path, Arithmetic(token.text, left, self.operand()))
-            return UpdateAction(SET, path, left)
+            return UpdateAction(SET, path, self.set_value())
         if clause == REMOVE:
             return UpdateAction(REMOVE, path)
         token = self.tokens[self.pos]
@@ -454,6 +488,29 @@ class _Parser:
             raise _Fail(self.pos)
         self.pos += 1
         return UpdateAction(ADD if clause == ADD else DELETE, path, ValueRef(token.text))
+
+    def set_value(self) -> Any:
+        """A SET right-hand side: an operand, or one arithmetic pair, which parentheses may enclose as a whole
+        ('SET c = (c - :v)', 'SET c = (if_not_exists(c, :z) - :v)': the same as without them)."""
+        left = self.set_term()
+        token = self.tokens[self.pos]
+        if token.kind == PUNCT and token.text in ("+", "-"):
+            if isinstance(left, Arithmetic):
+                raise _Fail(self.pos)  # one pair only: '(a - b) - c' is not an update operand
+            self.pos += 1
+            self.count_operator()
+            return Arithmetic(token.text, left, self.operand())
+        return left
+
+    def set_term(self) -> Any:
+        if not self.peek_punct("("):
+            return self.operand()
+        self.pos += 1
+        self.enter()
+        inner = self.set_value()
+        self.expect_punct(")")
+        self.depth -= 1
+        return inner
 
     # ---------------------------------------------------------------------------------------------- projection
 

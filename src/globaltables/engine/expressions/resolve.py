@@ -350,7 +350,16 @@ class Resolver:
             self.check_distinct(name, args[0], args[1])
         elif name == "size" and len(args) == 1:
             self.expect_type(name, args[0], ("S", "B", "SS", "NS", "BS", "L", "M"))
-        elif name == "attribute_type" and len(args) == 2 and type(args[1]) is Value:
+        elif name == "attribute_type" and len(args) == 2 and type(args[1]) is Path:
+            # The type name must be a value: a path's type is unknown until an item is read.
+            self.note(
+                OPERAND_TYPE,
+                "Incorrect operand type for operator or function; operator or function: attribute_type, "
+                "operand type: {NS,SS,L,BS,N,M,B,BOOL,NULL,S}",
+            )
+        elif name == "attribute_type" and len(args) == 2 and type(args[1]) is not Value:
+            self.expect_type(name, args[1], ("S",))
+        elif name == "attribute_type" and len(args) == 2:
             kind, inner = next(iter(args[1].value.items()))
             if kind != "S":
                 self.expect_type(name, args[1], ("S",))
