@@ -356,10 +356,14 @@ def test_select_rules(engine):
         "Scan", {"TableName": "Orders", "IndexName": "keysOnly", "Select": "ALL_PROJECTED_ATTRIBUTES"}
     )
     assert set(projected["Items"][0]) == {"customerId", "sk", "orderId"}
-    # A GSI never fetches: an attribute it does not project is simply absent.
-    specific = engine.handle(
-        "Scan", {"TableName": "Orders", "IndexName": "keysOnly", "ProjectionExpression": "orderId, amount"}
+    # A GSI never fetches: "you can only request attributes that are projected into the index" (Query, Select).
+    with pytest.raises(DynamoError) as caught:
+        engine.handle("Scan", {"TableName": "Orders", "IndexName": "keysOnly", "ProjectionExpression": "orderId, amount"})
+    assert caught.value.message == (
+        "One or more parameter values were invalid: Attributes requested are not projected into global secondary "
+        "index keysOnly: [amount]"
     )
+    specific = engine.handle("Scan", {"TableName": "Orders", "IndexName": "keysOnly", "ProjectionExpression": "orderId"})
     assert specific["Items"] == [{"orderId": S("o-1")}]
     counted = engine.handle("Scan", {"TableName": "Orders", "IndexName": "keysOnly", "Select": "COUNT"})
     assert counted["Count"] == 1 and "Items" not in counted

@@ -156,12 +156,31 @@ def key_schema(elements: list[dict], types: dict[str, str]) -> KeySchema:
     return KeySchema(hash_name, types[hash_name], range_name, types[range_name])
 
 
+def check_attribute_definitions(definitions: list[dict]) -> None:
+    """A name defined twice is refused before any rule that counts or matches definitions."""
+    seen: set[str] = set()
+    for definition in definitions:
+        name = definition["AttributeName"]
+        if name in seen:
+            raise validation(f"Attribute Name is duplicated: {name}")
+        seen.add(name)
+
+
 def check_projection(projection: dict) -> None:
     projection_type = projection.get("ProjectionType")
     if projection_type is None:
         raise invalid_parameter("Unknown ProjectionType: null")
-    if projection.get("NonKeyAttributes") is not None and projection_type != "INCLUDE":
+    non_key = projection.get("NonKeyAttributes")
+    if non_key is not None and projection_type != "INCLUDE":
         raise invalid_parameter(f"ProjectionType is {projection_type}, but NonKeyAttributes is specified")
+    if projection_type == "INCLUDE":
+        if non_key is None:
+            raise invalid_parameter("ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
+        seen: set[str] = set()
+        for name in non_key:
+            if name in seen:
+                raise invalid_parameter(f"Duplicate element in NonKeyAttributes: {name}")
+            seen.add(name)
 
 
 def projected_attribute_count(indexes: Iterable[IndexDefinition]) -> int:
@@ -285,6 +304,7 @@ def validate_create_table(request: dict) -> TableShape:
         check_capacity_bounds(throughput)
 
     definitions = request["AttributeDefinitions"]
+    check_attribute_definitions(definitions)
     definition_names = [d["AttributeName"] for d in definitions]
     types = {d["AttributeName"]: d["AttributeType"] for d in definitions}
     elements = request["KeySchema"]

@@ -8,7 +8,7 @@ DynamoDB's rules, in the order it applies them:
   ALL_PROJECTED_ATTRIBUTES is refused on a table). Select ALL_ATTRIBUTES on a GSI that does not project all
   attributes is refused; on an LSI, DynamoDB fetches each item from the table, as it does when a projection or a
   filter needs an attribute the LSI does not hold (and charges the table reads). A GSI never fetches: attributes it
-  does not project are simply absent.
+  does not project cannot be asked for (ProjectionExpression or AttributesToGet naming one is refused).
 - ExclusiveStartKey/LastEvaluatedKey of an index hold the table's key and the index's key attributes.
 """
 
@@ -92,9 +92,16 @@ class IndexRead:
                 )
             self.fetch = True
             return
-        if self.index.kind != "LSI":
-            return
         wanted = {path.root for path in plan.projection} if plan.projection is not None else set()
+        if self.index.kind != "LSI":
+            # A GSI cannot fetch from the table: asking it for an attribute it does not hold is an error.
+            missing = sorted(wanted - projected)
+            if missing:
+                raise invalid_parameter(
+                    f"Attributes requested are not projected into global secondary index {self.index.name}: "
+                    f"[{', '.join(missing)}]"
+                )
+            return
         if wanted - projected:
             self.fetch = True
         if plan.filter is not None and {path.root for path in condition_paths(plan.filter)} - projected:

@@ -31,6 +31,7 @@ from ..table_validation import (
     WARM_THROUGHPUT,
     attribute_definitions_field,
     build_index,
+    check_attribute_definitions,
     check_capacity_bounds,
     check_gsi,
     check_projected_attribute_count,
@@ -155,6 +156,8 @@ def handle(engine, request: dict) -> dict:
     if request.get("ProvisionedThroughput") is not None:
         check_capacity_bounds(request["ProvisionedThroughput"])
     check_gsi_update_list(gsi_updates)
+    if request.get("AttributeDefinitions") is not None:
+        check_attribute_definitions(request["AttributeDefinitions"])
 
     table = engine.table(request["TableName"], describe=True)
     new = TableDefinition.from_dict(table.to_dict())  # a deep copy: the stored table changes only on success
@@ -360,16 +363,19 @@ def update_gsi(new: TableDefinition, action: dict, billing_mode: str, now: float
 def create_gsi(
     new: TableDefinition, action: dict, requested_definitions: list[dict], billing_mode: str, outcome: Outcome
 ) -> None:
+    if not requested_definitions:
+        raise invalid_parameter(f"AttributeDefinitions is not specified for index: {action['IndexName']}")
     types = {d["AttributeName"]: d["AttributeType"] for d in new.attribute_definitions}
     for definition in requested_definitions:
         name, kind = definition["AttributeName"], definition["AttributeType"]
         if name in types and types[name] != kind:
             raise invalid_parameter(
-                f"Cannot change the AttributeType of attribute {name} from {types[name]} to {kind}: "
-                "it is part of an existing key schema"
+                "Attributes cannot be redefined. Please check that your attribute has the same type as previously "
+                f"defined. Existing schema: {_schema_text(name, types[name])} New schema: {_schema_text(name, kind)}"
             )
         types[name] = kind
-    check_gsi(action, list(types), billing_mode)
+    # The index's key attributes must be defined in this request, even those the table already knows.
+    check_gsi(action, [d["AttributeName"] for d in requested_definitions], billing_mode)
     if new.index(action["IndexName"]) is not None:
         raise validation("Attempting to create an index which already exists")
     if len(new.gsis) >= MAX_GSIS:
@@ -381,6 +387,11 @@ def create_gsi(
         if all(d["AttributeName"] != name for d in new.attribute_definitions):
             new.attribute_definitions.append({"AttributeName": name, "AttributeType": types[name]})
     outcome.index_status[index.name] = "CREATING"
+
+
+def _schema_text(name: str, kind: str) -> str:
+    # An attribute definition as the service prints it in this message (its Java model's text form).
+    return f"{{AttributeName: {name},AttributeType: {kind}}}"
 
 
 def delete_gsi(new: TableDefinition, name: str, outcome: Outcome) -> None:
