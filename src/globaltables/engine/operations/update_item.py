@@ -1,4 +1,9 @@
-"""UpdateItem: edit an item's attributes with an UpdateExpression, creating the item when it does not exist."""
+"""UpdateItem: edit an item's attributes with an UpdateExpression, creating the item when it does not exist.
+
+An update whose actions only take attributes away (REMOVE, DELETE) does not create a missing item: nothing is
+written, no stream record appears, and ALL_NEW returns no Attributes. Any SET/ADD (legacy PUT/ADD), and an empty
+AttributeUpdates, create the item from its key.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..expressions import apply_update, check_key_not_updated, parse_update, updated_attributes
+from ..expressions.ast import DELETE, REMOVE
 from ..expressions.legacy import UPDATE_FIELDS as LEGACY_UPDATE_FIELDS
 from ..expressions.legacy import attribute_updates
 from ..validation import Field, Map, Str
@@ -19,6 +25,9 @@ from .read_modify_write import (
     return_options,
 )
 
+# Actions that only take attributes away (REMOVE; DELETE of set elements; legacy AttributeUpdates DELETE).
+REMOVING = frozenset({REMOVE, DELETE})
+
 FIELDS = {"Key": Map(Field(type="any"), required=True), "UpdateExpression": Str()}
 
 
@@ -28,9 +37,12 @@ class UpdateRequest(WriteRequest):
     legacy_update: Any = None  # legacy.AttributeUpdates, whose type rules and messages differ from the expression's
 
     def apply(self, old: dict | None) -> dict | None:
-        base = old if old is not None else dict(self.key)
         if self.update is None:
-            return base
+            return old if old is not None else dict(self.key)
+        if old is None and all(action.kind in REMOVING for action in self.update.actions):
+            # Removing from an item that does not exist changes nothing: no item is created, no change recorded.
+            return None
+        base = old if old is not None else dict(self.key)
         if self.legacy_update is not None:
             self.legacy_update.check_types(base)
         new, _paths = apply_update(self.update, base)

@@ -420,7 +420,7 @@ def update_stream(new: TableDefinition, spec: dict | None, now: float) -> None:
         }
     else:
         if not new.stream_enabled:
-            raise validation(f"Table does not have an enabled stream: TableName: {new.name}")
+            raise validation(f"Table has no stream to disable: TableName: {new.name}")
         # The last stream stays readable (24 hours in DynamoDB), so its label and ARN stay in the description.
         new.stream = {"StreamEnabled": False, "LatestStreamLabel": new.stream["LatestStreamLabel"]}
 

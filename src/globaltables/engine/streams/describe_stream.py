@@ -14,7 +14,10 @@ FIELDS = {
     "StreamArn": Str(required=True, min_length=37, max_length=1024),
     "Limit": Int(minimum=1, maximum=100),
     "ExclusiveStartShardId": Str(min_length=28, max_length=65),
-    "ShardFilter": Struct({"Type": Str(enum=("CHILD_SHARDS",)), "ShardId": Str(min_length=28, max_length=65)}),
+    # A ShardFilter names both the filter and the shard it applies to.
+    "ShardFilter": Struct(
+        {"Type": Str(required=True, enum=("CHILD_SHARDS",)), "ShardId": Str(required=True, min_length=28, max_length=65)}
+    ),
 }
 
 

@@ -1,8 +1,9 @@
 """GetShardIterator: a position in a stream's shard, as an opaque iterator valid for 15 minutes.
 
 TRIM_HORIZON starts at the oldest retained record of the stream, LATEST just after the newest one; AT_ / AFTER_
-SEQUENCE_NUMBER at or just after a given record. A sequence number older than retention is TrimmedDataAccessException;
-one that was never part of this stream's shard is a ValidationException.
+SEQUENCE_NUMBER at or just after a given record, or the shard's StartingSequenceNumber (valid before the first record
+too). A sequence number older than retention is TrimmedDataAccessException; one that was never part of this stream's
+shard is a ValidationException, and so is a SequenceNumber given with TRIM_HORIZON or LATEST.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def handle(engine, request: dict) -> dict:
     text = request.get("SequenceNumber")
     if kind in NEEDS_SEQUENCE and text is None:
         raise ValidationException(f"SequenceNumber is required for ShardIteratorType {kind}")
+    if kind not in NEEDS_SEQUENCE and text is not None:
+        raise ValidationException(f"SequenceNumber cannot be specified for ShardIteratorType {kind}")
     requested = parse_seq(text) if kind in NEEDS_SEQUENCE else None
     log = engine.change_log
     stream = log.stream(arn)
@@ -40,15 +43,18 @@ def handle(engine, request: dict) -> dict:
         raise ResourceNotFoundException(f"Requested resource not found: Shard does not exist: {request['ShardId']}")
     trimmed = log.trimmed(stream.tid)
     last = log.last_seq(stream)
+    oldest = max(stream.start_seq, trimmed + 1)  # the shard's advertised StartingSequenceNumber
     if kind == "TRIM_HORIZON":
-        position = max(stream.start_seq, trimmed + 1)
+        position = oldest
     elif kind == "LATEST":
         position = last + 1
     else:
         assert requested is not None
         if requested <= trimmed:
             raise TrimmedDataAccessException(TRIMMED)
-        if requested < stream.start_seq or requested > last:
+        # Any record's number is valid, and so is the StartingSequenceNumber DescribeStream shows, even before the
+        # shard holds a record (then it is the number the first record will get).
+        if requested < stream.start_seq or (requested > last and requested != oldest):
             raise ValidationException(f"Invalid SequenceNumber {text} for shard {request['ShardId']}")
         position = requested if kind == "AT_SEQUENCE_NUMBER" else requested + 1
     return {"ShardIterator": shard_iterator.encode(engine, stream.arn, position, engine.clock.wall_time())}

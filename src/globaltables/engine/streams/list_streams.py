@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import ResourceNotFoundException
 from ..validation import Int, Str, TableNameField, check_request
+from .shards import check_stream_arn
 
 DEFAULT_LIMIT = 100
 
@@ -23,6 +24,8 @@ def handle(engine, request: dict) -> dict:
     table_name = request.get("TableName")
     limit = request.get("Limit") or DEFAULT_LIMIT
     start = request.get("ExclusiveStartStreamArn")
+    if start is not None:
+        check_stream_arn(start, "ExclusiveStartStreamArn")
     streams = engine.change_log.streams()
     if table_name is not None:
         streams = [stream for stream in streams if stream.table_name == table_name]

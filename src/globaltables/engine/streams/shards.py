@@ -38,6 +38,6 @@ def parse_seq(text: str) -> int:
     return seq
 
 
-def check_stream_arn(arn: str) -> None:
+def check_stream_arn(arn: str, parameter: str = "StreamArn") -> None:
     if not STREAM_ARN.fullmatch(arn):
-        raise ValidationException("Invalid StreamArn")
+        raise ValidationException(f"Invalid {parameter}")
