@@ -214,12 +214,13 @@ def test_item_too_large_is_a_validation_error_reason(engine):
     }  # fmt: skip
     error = error_of(engine, "TransactWriteItems", {"TransactItems": [big, grow, put(3)]})
     assert error.type_name == "TransactionCanceledException"
+    # Evaluation stops at the first validation error: the later actions are None, unevaluated.
     assert error.extra["CancellationReasons"] == [
         {"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"},
-        {"Code": "ValidationError", "Message": "Item size to update has exceeded the maximum allowed size"},
+        NONE,
         NONE,
     ]
-    assert "[ValidationError, ValidationError, None]" in error.message
+    assert "[ValidationError, None, None]" in error.message
     assert item(engine, 2) is None and item(engine, 3) is None and "photo" not in item(engine, 1)
 
 
@@ -328,14 +329,31 @@ def test_constraint_messages_name_the_member_path(engine):
     )
 
 
+def test_a_key_that_does_not_fit_its_table_cancels_the_transaction(engine):
+    # DynamoDB finds a key of the wrong shape while evaluating the actions: the first such action is a
+    # ValidationError reason, every other action None (evaluation stops there).
+    seed(engine, 1)
+    before = snapshot(engine)
+    bad_delete = {"Delete": {"TableName": "Accounts", "Key": {"id": {"N": "1"}}}}
+    bad_put = {"Put": {"TableName": "Accounts", "Item": {"id": {"N": "3"}}}}
+    error = error_of(engine, "TransactWriteItems", {"TransactItems": [put(2), bad_delete, bad_put]})
+    assert error.type_name == "TransactionCanceledException"
+    assert error.extra["CancellationReasons"] == [
+        NONE,
+        {"Code": "ValidationError", "Message": "The provided key element does not match the schema"},
+        NONE,
+    ]
+    error = error_of(engine, "TransactWriteItems", {"TransactItems": [bad_put, put(2)]})
+    assert error.extra["CancellationReasons"] == [
+        {"Code": "ValidationError",
+         "Message": "One or more parameter values were invalid: Type mismatch for key id expected: S actual: N"},
+        NONE,
+    ]  # fmt: skip
+    assert snapshot(engine) == before
+
+
 def test_bad_action_refuses_the_whole_request_with_the_single_item_error(engine):
     seed(engine, 1)
-    assert_refused(
-        engine,
-        {"TransactItems": [put(2), {"Delete": {"TableName": "Accounts", "Key": {"id": {"N": "1"}}}}]},
-        "ValidationException",
-        "The provided key element does not match the schema",
-    )
     assert_refused(
         engine,
         {"TransactItems": [put(2), {"Put": {"TableName": "Nope", "Item": key(3)}}]},

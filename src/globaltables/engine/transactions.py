@@ -33,6 +33,7 @@ TOKEN_LIFETIME_S = 600.0
 
 DUPLICATE_ITEM_MESSAGE = "Transaction request cannot include multiple operations on one item"
 TOO_LARGE_MESSAGE = "Transaction request size has exceeded the maximum allowed size of 4 MB"
+PAYLOAD_TOO_LARGE_MESSAGE = "Transaction request payload size cannot exceed 4 MB"
 IDEMPOTENT_MISMATCH_MESSAGE = (
     "DynamoDB rejected the request because you retried a request with a different payload but with an "
     "idempotent token that was already used."
@@ -67,6 +68,13 @@ def check_distinct(items: list[tuple[str, bytes, bytes]]) -> None:
 def check_total_size(total: int) -> None:
     if total > MAX_TRANSACTION_BYTES:
         raise ValidationException(TOO_LARGE_MESSAGE)
+
+
+def check_payload_size(transact_items: Any) -> None:
+    """TransactWriteItems' 4 MB limit is on what the request carries (its TransactItems as JSON), not on the items
+    it changes: a small request may delete or rewrite more than 4 MB of stored items."""
+    if len(orjson.dumps(transact_items)) > MAX_TRANSACTION_BYTES:
+        raise ValidationException(PAYLOAD_TOO_LARGE_MESSAGE)
 
 
 # ------------------------------------------------------------------------------------------- client request tokens

@@ -2,14 +2,17 @@
 
 Each step finishes for every action before the next one starts, so a refused request changes nothing:
 1. the whole request's shape is checked at once (constraint messages with paths like
-   'transactItems.1.member.put.item');
+   'transactItems.1.member.put.item'), and its size: at most 4 MB of payload, whatever the size of the items it
+   changes;
 2. every action is prepared by its single-item operation's own `prepare` (same validation, same messages); two
    actions on one item are refused;
 3. the client request token is looked up: a replay answers success, a reuse with other TransactItems is refused;
 4. every action is evaluated against the current item (injected conflict, condition, new item, its size) and gets
    a cancellation reason, `{"Code": "None"}` when fine;
 5. any failure cancels the whole transaction (TransactionCanceledException, reasons in request order, nothing
-   written); otherwise all writes and the token record commit through one `Engine.commit`, one store transaction.
+   written). A condition that fails lets evaluation go on (every failed condition is reported); a validation error
+   (a key that does not fit its table, an operand of the wrong type, an item over 400 KB) stops it, and the
+   actions after it are reported as None. Otherwise all writes and the token record commit through one `Engine.commit`, one store transaction.
 Serializable by construction: see engine/transactions.py.
 """
 
@@ -28,7 +31,7 @@ from ..schema import validate_item_size
 from ..storage.records import ItemWrite
 from ..strong import refuse_if_strong
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
-from ..values import item_size
+from ..values import item_size, normalize_item
 from . import delete_item, put_item, update_item
 from .read_modify_write import (
     RETURN_CONSUMED_CAPACITY,
@@ -104,6 +107,13 @@ PREPARE = {
 }
 
 
+class _KeyRefused(Exception):
+    """An action whose key does not fit its table: a cancellation reason, not a refusal of the request."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
 def prepare_action(engine, transact_item: dict) -> WriteRequest:
     present = [name for name in ACTIONS if transact_item.get(name) is not None]
     if len(present) != 1:
@@ -113,12 +123,47 @@ def prepare_action(engine, transact_item: dict) -> WriteRequest:
     # Only the members the action's shape has: the single-item operations know more (ReturnValues, ...), which a
     # transaction action cannot carry; the service ignores unknown members.
     request = {name: body[name] for name in ACTIONS[kind] if name in body}
+    check_key(engine, kind, request)
     return PREPARE[kind](engine, request)
+
+
+def check_key(engine, kind: str, request: dict) -> None:
+    """The action's key against its table's key schema (missing, extra or mistyped key attributes, empty or
+    oversized key values): DynamoDB finds these while evaluating the actions and cancels the transaction."""
+    table = engine.table(request["TableName"])
+    try:
+        if kind == "Put":
+            item = normalize_item(request["Item"])  # a bad value elsewhere in the item is the request's error
+        else:
+            key = request["Key"]
+    except ValidationException:
+        return
+    try:
+        if kind == "Put":
+            table.key.key_from_item(item)
+        else:
+            table.key.key_from_request(key)
+    except ValidationException as error:
+        raise _KeyRefused(error.message) from None
+
+
+def cancelled_at(index: int, count: int, message: str) -> TransactionCanceledException:
+    """Evaluation stops at the first invalid action: it gets ValidationError, every other action None."""
+    reasons = [transactions.no_error() for _ in range(count)]
+    reasons[index] = transactions.validation_reason(message)
+    return TransactionCanceledException(reasons)
 
 
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
-    actions = [prepare_action(engine, transact_item) for transact_item in request["TransactItems"]]
+    transactions.check_payload_size(request["TransactItems"])
+    actions = []
+    count = len(request["TransactItems"])
+    for index, transact_item in enumerate(request["TransactItems"]):
+        try:
+            actions.append(prepare_action(engine, transact_item))
+        except _KeyRefused as refusal:
+            raise cancelled_at(index, count, refusal.message) from None
     for action in actions:
         refuse_if_strong(action.table, "TransactWriteItems")
     transactions.check_distinct([(a.table.name, a.pk, a.sk) for a in actions])
@@ -159,7 +204,6 @@ def evaluate(
     reasons: list[dict] = []
     tally = transactions.CapacityTally() if want_capacity else None
     failed = False
-    total = 0
     for action in actions:
         table = action.table.name
         if faults.held and faults.is_held(table, action.pk, action.sk):
@@ -176,16 +220,17 @@ def evaluate(
             failed = True
             continue
         except ValidationException as error:  # data-dependent: an update's operand types, the new item's size
+            # Evaluation stops here: the actions after this one are reported as None, unevaluated.
             reasons.append(transactions.validation_reason(error.message))
+            reasons.extend(transactions.no_error() for _ in range(len(actions) - len(reasons)))
             failed = True
-            continue
+            break
         reasons.append(transactions.no_error())
         writing = not isinstance(action, ConditionCheckRequest)
         if writing and (new is not None or old is not None):
             writes.append(ItemWrite(table, action.pk, action.sk, new, size, old))
-        # An action weighs its larger version, for the 4 MB limit and for capacity.
+        # An action weighs its larger version, for capacity.
         weight = max(size, item_size(old) if old is not None else 0)
-        total += weight
         if tally is not None:
             # Every action, condition checks included, is billed as a transactional write; the secondary indexes a
             # write changes cost double too.
@@ -195,8 +240,6 @@ def evaluate(
                 gsi = {name: u * 2 for name, u in gsi.items()}
                 lsi = {name: u * 2 for name, u in lsi.items()}
             tally.add(table, capacity.write_units(weight, transactional=True), gsi, lsi)
-    if not failed:
-        transactions.check_total_size(total)
     return writes, reasons, failed, tally
 
 
