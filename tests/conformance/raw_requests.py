@@ -16,6 +16,12 @@ AMZ_JSON = "application/x-amz-json-1.0"
 
 def raw_call(endpoint: str, operation: str, body: dict | bytes, region: str = "us-east-1") -> tuple[int, dict]:
     """POST one operation; the HTTP status and the decoded JSON answer."""
+    status, payload = raw_post(endpoint, operation, body, region)
+    return status, (json.loads(payload) if payload else {})
+
+
+def raw_post(endpoint: str, operation: str, body: dict | bytes, region: str = "us-east-1") -> tuple[int, bytes]:
+    """POST one operation; the HTTP status and the answer's bytes as sent."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     request = AWSRequest(
         method="POST", url=endpoint + "/", data=data,
@@ -30,7 +36,7 @@ def raw_call(endpoint: str, operation: str, body: dict | bytes, region: str = "u
         payload = response.read()
     finally:
         connection.close()
-    return response.status, (json.loads(payload) if payload else {})
+    return response.status, payload
 
 
 def error_type(answer: dict) -> str:

@@ -318,11 +318,15 @@ def test_updated_attributes_project_the_updated_paths():
         "m": {"M": {"child": {"M": {"z": {"S": "zz"}}}}},
         "l": {"L": [{"S": "a"}]},
     }
+    # UPDATED_NEW shows the element that moved into the removed list element's place (DynamoDB does).
     assert updated_attributes(up, old, new, "UPDATED_NEW") == {
         "m": {"M": {"child": {"M": {"z": {"S": "x"}}}}},
         "created": {"N": "1"},
+        "l": {"L": [{"S": "b"}]},
     }
     assert updated_attributes(up, None, new, "UPDATED_OLD") == {}
+    removed = parse_update("REMOVE s, m.a", ctx)
+    assert updated_attributes(removed, old, apply_update(removed, old)[0], "UPDATED_NEW") == {}
 
 
 def test_an_update_applies_again_to_another_version_of_the_item():

@@ -28,8 +28,6 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ..engine import strong_requests, table_arns
 from ..engine.errors import (
     DynamoError,
@@ -87,7 +85,7 @@ class MrscRequests:
             service, operation = wire.split_target(headers.get("X-Amz-Target"))
             wire.check_authentication(headers, query_string)
             response = yield from self.handle(service, operation, request)
-            return 200, orjson.dumps(response)
+            return 200, wire.success_body(operation, response)
         except DynamoError as error:
             return wire.error_answer(error)
         except Exception:

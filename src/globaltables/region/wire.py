@@ -219,12 +219,20 @@ def answer(engine: Any, headers: Mapping[str, str], query_string: str, raw: byte
             if handle_streams is None:
                 raise UnknownOperationException(f"{operation} is not supported by globaltables")
             response = handle_streams(operation, request)
-        return 200, orjson.dumps(response)
+        return 200, success_body(operation, response)
     except DynamoError as error:
         return error_answer(error)
     except Exception:
         log.exception("internal error answering %s", headers.get("X-Amz-Target"))
         return 500, INTERNAL_ERROR_BODY
+
+
+# Operations whose success DynamoDB answers with an empty body (HTTP 200, Content-Length 0), not "{}".
+EMPTY_BODY_OPERATIONS = frozenset({"TagResource", "UntagResource"})
+
+
+def success_body(operation: str, response: Any) -> bytes:
+    return b"" if operation in EMPTY_BODY_OPERATIONS else orjson.dumps(response)
 
 
 def error_answer(error: DynamoError) -> tuple[int, bytes]:

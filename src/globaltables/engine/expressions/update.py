@@ -66,15 +66,15 @@ def check_key_not_updated(update: UpdateExpression, key_names: tuple[str, ...] |
 def updated_attributes(update: UpdateExpression, old: dict | None, new: dict | None, which: str) -> dict:
     """The attributes ReturnValues=UPDATED_OLD / UPDATED_NEW returns: the updated paths, projected.
 
-    UPDATED_OLD shows each acted-on path as it was; UPDATED_NEW as it is, leaving out removed paths (a REMOVE of a
-    list element would otherwise show the element that moved into its place).
+    UPDATED_OLD shows each acted-on path as it was, UPDATED_NEW as it is now. A removed attribute or map member is
+    simply absent from UPDATED_NEW; a removed list element is not: DynamoDB shows the element that moved into its
+    place, if there is one (REMOVE l[1] on [a, b, c] returns l: [c]).
     """
     if which == "UPDATED_OLD":
         return project(old, update.paths) if old else {}
     if not new:
         return {}
-    paths = [action.path for action in update.actions if action.kind != REMOVE]
-    return project(new, paths) if paths else {}
+    return project(new, update.paths)
 
 
 # ------------------------------------------------------------------------------------------------- application

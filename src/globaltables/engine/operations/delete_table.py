@@ -7,10 +7,14 @@ The response shows DELETING, as DynamoDB's does; the table is gone immediately a
 from __future__ import annotations
 
 from ..errors import validation
-from ..table_description import describe_table
+from ..table_description import describe_table, epoch
 from ..validation import TableNameField, check_request
 
 FIELDS = {"TableName": TableNameField()}
+
+# What DynamoDB's DeleteTable description leaves out of the table's: its schema, its indexes and when it was made.
+# It keeps the name, DELETING, the ids, the capacity (0/0 on demand) and the billing mode summary.
+LEFT_OUT = ("CreationDateTime", "KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes", "LocalSecondaryIndexes")
 
 PROTECTED = (
     "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first."
@@ -22,7 +26,12 @@ def handle(engine, request: dict) -> dict:
     table = engine.table(request["TableName"], describe=True)
     if table.deletion_protection:
         raise validation(PROTECTED)
-    # DynamoDB's DeleteTable response leaves out the global secondary indexes being dropped with the table.
     description = describe_table(engine, table, table_status="DELETING", include_gsis=False)
+    for member in LEFT_OUT:
+        description.pop(member, None)
+    if table.billing_mode == "PAY_PER_REQUEST":
+        summary = description.setdefault("BillingModeSummary", {"BillingMode": "PAY_PER_REQUEST"})
+        # On demand since creation when never switched: the switch time is the creation time.
+        summary.setdefault("LastUpdateToPayPerRequestDateTime", epoch(table.billing_mode_updated or table.creation_time))
     engine.drop_table(table.name)
     return {"TableDescription": description}
