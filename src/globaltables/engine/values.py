@@ -226,10 +226,31 @@ def normalize_item(item: Any) -> dict[str, dict]:
         raise SerializationException("Item must be a JSON object")
     out = {}
     for name, value in item.items():
-        if name == "":
-            raise ValidationException("One or more parameter values are not valid. An attribute name cannot be empty.")
+        if not name or len(name) > MAX_ATTRIBUTE_NAME_BYTES // 4:
+            check_attribute_name(name)
         out[name] = normalize_value(value)
     return out
+
+
+MAX_ATTRIBUTE_NAME_BYTES = 65535  # UTF-8 bytes of an attribute name (top-level or in a document path)
+EMPTY_ATTRIBUTE_NAME = "Empty attribute name"
+ATTRIBUTE_NAME_TOO_LONG = f"Attribute name is too large, must be less than {MAX_ATTRIBUTE_NAME_BYTES + 1} bytes"
+
+
+def attribute_name_problem(name: str) -> str | None:
+    """What is wrong with an attribute name (None: nothing). Item attributes, AttributesToGet, AttributeUpdates and
+    ExpressionAttributeNames values obey the same rule: 1 to 65535 bytes of UTF-8."""
+    if not name:
+        return EMPTY_ATTRIBUTE_NAME
+    if len(name) > MAX_ATTRIBUTE_NAME_BYTES // 4 and len(name.encode("utf-8")) > MAX_ATTRIBUTE_NAME_BYTES:
+        return ATTRIBUTE_NAME_TOO_LONG
+    return None
+
+
+def check_attribute_name(name: str) -> None:
+    problem = attribute_name_problem(name)
+    if problem is not None:
+        raise invalid_parameter(problem)
 
 
 # ------------------------------------------------------------------------------------------------------ comparison

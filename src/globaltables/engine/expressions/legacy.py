@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import ValidationException, invalid_parameter
 from ..schema import KeySchema, check_key_not_empty
 from ..validation import Bool, Field, List, Map, Str, Struct, check_request
-from ..values import compare_scalars, normalize_value
+from ..values import check_attribute_name, compare_scalars, normalize_value
 from .ast import (
     ADD,
     DELETE,
@@ -345,6 +345,7 @@ def projection(attributes: list[str]) -> Projection:
     """The Projection of an AttributesToGet list: top-level attributes, duplicates refused."""
     seen: set[str] = set()
     for name in attributes:
+        check_attribute_name(name)
         if name in seen:
             raise invalid_parameter(f"Duplicate value in attribute name: {name}")
         seen.add(name)
@@ -379,6 +380,7 @@ def attribute_updates(updates: dict, key_names: tuple[str, ...]) -> AttributeUpd
     actions = []
     required = []
     for name, spec in updates.items():
+        check_attribute_name(name)
         raw = spec.get("Value")
         value = normalize_value(raw) if raw is not None else None
         action = spec.get("Action") or "PUT"

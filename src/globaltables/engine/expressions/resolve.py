@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from ..errors import SerializationException, ValidationException
-from ..values import compare_scalars, normalize_value
+from ..values import attribute_name_problem, compare_scalars, normalize_value
 from .ast import (
     DELETE,
     SET,
@@ -121,10 +121,9 @@ def _check_names(names: Any) -> dict[str, str]:
             raise ValidationException(f'ExpressionAttributeNames contains invalid key: Syntax error; key: "{key}"')
         if not isinstance(name, str):
             raise SerializationException("STRING_VALUE can not be converted to a String")
-        if name == "":
-            raise ValidationException(
-                f'ExpressionAttributeNames contains invalid value: Empty attribute name; key: "{key}"'
-            )
+        problem = attribute_name_problem(name)
+        if problem is not None:
+            raise ValidationException(f'ExpressionAttributeNames contains invalid value: {problem}; key: "{key}"')
     return names
 
 
