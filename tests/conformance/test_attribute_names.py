@@ -49,7 +49,7 @@ PLACES = ["item", "expression-attribute-names", "attributes-to-get", "attribute-
 
 @pytest.mark.parametrize("place", PLACES)
 def test_a_name_of_65535_bytes_is_allowed(dynamodb, table, place):
-    # Why: an attribute name may be up to 64 KB (65535 bytes) long (DynamoDB constraints: attribute names).
+    # Why: "Attribute names must be at least one character long and less than 64 KB in size" (naming rules).
     operation, parameters = places(table, LONGEST)[place]
     getattr(dynamodb, operation)(**parameters)
     dynamodb.delete_item(TableName=table, Key=KEY)
