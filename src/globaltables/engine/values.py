@@ -297,18 +297,23 @@ def value_type(value: dict) -> str:
 
 
 def number_size(text: str) -> int:
-    """Bytes of a stored number: about one per two significant digits, plus one (and one for a minus sign).
+    """Bytes of a stored number: about one per two *significant* digits, plus one (and one for a minus sign).
 
-    The exact rule follows the base-100 digit pairs DynamoDB stores: digits are paired from the decimal point, so a
+    "Leading and trailing zeroes are trimmed" (DynamoDB's item sizes): 12345678901234567890123456789012345678E30
+    costs 20 bytes, as 38 significant digits do, not the 35 its 68 positional digits would. The exact rule follows
+    the base-100 digit pairs DynamoDB stores: the significant digits are paired from the decimal point, so a
     coefficient whose pairing leaves a half-filled pair at both ends costs one byte more.
     """
     if text.isdigit() and text.isascii() and text[0] != "0":
-        # A positive integer, the common case: its digits, exponent 0, so the pairing rule below reduces to this.
-        return 1 + (len(text) + 1) // 2
+        # A positive integer, the common case: exponent 0 after its trailing zeros, so the rule reduces to this.
+        significant = text.rstrip("0")
+        count = len(significant)
+        adjusted = len(text) - 1
+        return 1 + (count + 1) // 2 + (0 if (count % 2 or adjusted % 2) else 1)
     value = Decimal(text)
     if value.is_zero():
         return 1
-    sign, digits, exponent = value.as_tuple()
+    sign, digits, exponent = strip_zeros(value).as_tuple()
     count = len(digits)
     adjusted = exponent + count - 1
     size = 1 + (count + 1) // 2 + (0 if (count % 2 or adjusted % 2) else 1)
