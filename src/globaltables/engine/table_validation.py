@@ -11,6 +11,7 @@ definition, and return the pieces a new definition is built from.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -255,7 +256,30 @@ def check_stream_specification(spec: dict) -> None:
         raise invalid_parameter("You must specify a StreamViewType when enabling a stream")
 
 
+# "The allowed characters are letters, white space, and numbers, plus the following special characters: + - = . _ :
+# /" (Tagging restrictions in DynamoDB), and '@' as in AWS's common tag pattern [\p{L}\p{Z}\p{N}_.:/=+\-@].
+TAG_SYMBOLS = frozenset("+-=._:/@")
+
+
+def tag_text_ok(text: str) -> bool:
+    for char in text:
+        if char in TAG_SYMBOLS or char.isspace():
+            continue
+        if unicodedata.category(char)[0] not in "LNZ":
+            return False
+    return True
+
+
+def check_tag_key(key: str) -> None:
+    if not tag_text_ok(key):
+        raise validation(f"The Tag Key provided is invalid, Key: {key}")
+
+
 def check_tags(tags: list[dict]) -> None:
+    for tag in tags:
+        check_tag_key(tag["Key"])
+        if not tag_text_ok(tag["Value"]):
+            raise validation(f"The Tag Value provided is invalid, Value: {tag['Value']}")
     if len({tag["Key"] for tag in tags}) > MAX_TAGS:
         raise invalid_parameter(f"The number of tags exceeds the limit of {MAX_TAGS} tags per resource")
 

@@ -20,6 +20,7 @@ def handle(engine, request: dict) -> dict:
     check_table_arn(arn)
     if not request["Tags"]:
         raise validation("Atleast one Tag needs to be provided as Input.")
+    check_tags(request["Tags"])  # the request's own characters, before the table is looked up
     table = table_of(engine, arn, not_found_message(arn))
     tags = merge_tags(table.tags, request["Tags"])
     check_tags(tags)

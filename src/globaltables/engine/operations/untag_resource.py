@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import validation
+from ..table_validation import check_tag_key
 from ..validation import List, Str, check_request, constraint_error
 from .tagging import check_arn, check_table_arn, table_of
 
@@ -19,6 +20,8 @@ def handle(engine, request: dict) -> dict:
     check_table_arn(arn)
     if not request["TagKeys"]:
         raise validation("Atleast one Tag Key needs to be provided as Input.")
+    for key in request["TagKeys"]:
+        check_tag_key(key)
     # UntagResource's not-found message is the bare one, unlike TagResource's and ListTagsOfResource's.
     table = table_of(engine, arn, "Requested resource not found")
     removed = set(request["TagKeys"])
