@@ -44,6 +44,9 @@ def sort_bounds(op: str | None, values: list[dict]):
     raise ValidationException("Query key condition not supported")
 
 
+HASH_ONLY_START_KEY = "The provided exclusive start key is invalid: the table has no sort key to resume a Query after"
+
+
 def handle(engine, request: dict) -> dict:
     check_request(request, FIELDS)
     legacy.check_fields(request, legacy.QUERY_FIELDS)
@@ -76,10 +79,16 @@ def handle(engine, request: dict) -> dict:
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
+        if table.key.range_name is None:
+            # A Query of a hash-only table reads at most one item: it has no page to resume after.
+            raise ValidationException(HASH_ONLY_START_KEY)
         check_query_start(condition.sort_op is not None, pk, lower, upper, start_pk, start_sk)
         start_after = start_sk
     rows = engine.store.query(table.name, pk, lower, upper, forward, start_after)
-    return read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))
+    page = read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))
+    if table.key.range_name is None:
+        page.pop("LastEvaluatedKey", None)  # the one item a hash-only Query can read leaves nothing to resume
+    return page
 
 
 def partition_of(engine, request: dict) -> dict:
