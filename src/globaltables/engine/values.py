@@ -303,21 +303,31 @@ def number_size(text: str) -> int:
     costs 20 bytes, as 38 significant digits do, not the 35 its 68 positional digits would. The exact rule follows
     the base-100 digit pairs DynamoDB stores: the significant digits are paired from the decimal point, so a
     coefficient whose pairing leaves a half-filled pair at both ends costs one byte more.
+
+    Works on the canonical text (`format_number`: no exponent, no superfluous zeros) with string operations only:
+    this runs for every number of every written item.
     """
-    if text.isdigit() and text.isascii() and text[0] != "0":
-        # A positive integer, the common case: exponent 0 after its trailing zeros, so the rule reduces to this.
-        significant = text.rstrip("0")
-        count = len(significant)
-        adjusted = len(text) - 1
-        return 1 + (count + 1) // 2 + (0 if (count % 2 or adjusted % 2) else 1)
-    value = Decimal(text)
-    if value.is_zero():
-        return 1
-    sign, digits, exponent = strip_zeros(value).as_tuple()
-    count = len(digits)
-    adjusted = exponent + count - 1
-    size = 1 + (count + 1) // 2 + (0 if (count % 2 or adjusted % 2) else 1)
-    return size + (1 if sign else 0)
+    if text.isdigit() and text.isascii() and text[-1] != "0":
+        # A positive integer without trailing zeros, the common case: every digit counts, and one of the count and
+        # the first digit's power of ten is odd, so the rule below reduces to this.
+        return 1 + (len(text) + 1) // 2
+    negative = text[:1] == "-"
+    body = text[1:] if negative else text
+    whole, dot, fraction = body.partition(".")
+    if not dot:
+        if whole == "0":
+            return 1
+        significant = len(whole.rstrip("0"))  # an integer's only superfluous zeros are trailing ones
+        adjusted = len(whole) - 1  # the power of ten of its first digit
+    elif whole != "0":
+        significant = len(whole) + len(fraction)  # canonical: the fraction ends with a non-zero digit
+        adjusted = len(whole) - 1
+    else:
+        digits = fraction.lstrip("0")
+        significant = len(digits)
+        adjusted = len(digits) - len(fraction) - 1
+    size = 1 + (significant + 1) // 2 + (0 if (significant % 2 or adjusted % 2) else 1)
+    return size + 1 if negative else size
 
 
 def value_size(value: dict) -> int:
