@@ -24,9 +24,11 @@ def raw_post(endpoint: str, operation: str, body: dict | bytes, region: str = "u
     """POST one operation; the HTTP status and the answer's bytes as sent."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     request = AWSRequest(
-        method="POST", url=endpoint + "/", data=data,
+        method="POST",
+        url=endpoint + "/",
+        data=data,
         headers={"X-Amz-Target": f"DynamoDB_20120810.{operation}", "Content-Type": AMZ_JSON},
-    )  # fmt: skip
+    )
     SigV4Auth(Credentials("testing", "testing"), "dynamodb", region).add_auth(request)
     parts = urlsplit(endpoint)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)

@@ -34,14 +34,23 @@ KEY = {"pk": {"S": "k"}}
 def places(table, name):
     """Each place a request names an attribute, as (operation, parameters)."""
     return {
-        "item": ("put_item", dict(TableName=table, Item={**KEY, name: {"S": "v"}})),
-        "expression-attribute-names": ("update_item", dict(TableName=table, Key=KEY, UpdateExpression="SET #n = :v",
-                                                           ExpressionAttributeNames={"#n": name},
-                                                           ExpressionAttributeValues={":v": {"S": "v"}})),
-        "attributes-to-get": ("get_item", dict(TableName=table, Key=KEY, AttributesToGet=[name])),
-        "attribute-updates": ("update_item", dict(TableName=table, Key=KEY,
-                                                  AttributeUpdates={name: {"Action": "PUT", "Value": {"S": "v"}}})),
-    }  # fmt: skip
+        "item": ("put_item", {"TableName": table, "Item": {**KEY, name: {"S": "v"}}}),
+        "expression-attribute-names": (
+            "update_item",
+            {
+                "TableName": table,
+                "Key": KEY,
+                "UpdateExpression": "SET #n = :v",
+                "ExpressionAttributeNames": {"#n": name},
+                "ExpressionAttributeValues": {":v": {"S": "v"}},
+            },
+        ),
+        "attributes-to-get": ("get_item", {"TableName": table, "Key": KEY, "AttributesToGet": [name]}),
+        "attribute-updates": (
+            "update_item",
+            {"TableName": table, "Key": KEY, "AttributeUpdates": {name: {"Action": "PUT", "Value": {"S": "v"}}}},
+        ),
+    }
 
 
 PLACES = ["item", "expression-attribute-names", "attributes-to-get", "attribute-updates"]

@@ -14,7 +14,9 @@ def table(dynamodb, unique_table_name):
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    dynamodb.put_item(TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "10"}, "l": {"L": [{"S": "x"}]}, "s": {"S": "str"}})
+    dynamodb.put_item(
+        TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "10"}, "l": {"L": [{"S": "x"}]}, "s": {"S": "str"}}
+    )
     return name
 
 
@@ -28,8 +30,13 @@ def condition_error(dynamodb, table, expression, values=None, kind="ConditionExp
     """The error of a conditional write on a key that holds no item (nothing is evaluated against an item)."""
     parameters = {"ExpressionAttributeValues": values} if values else {}
     if kind == "ConditionExpression":
-        return error_of(dynamodb.put_item, TableName=table, Item={"pk": {"S": "never"}}, ConditionExpression=expression,
-                        **parameters)  # fmt: skip
+        return error_of(
+            dynamodb.put_item,
+            TableName=table,
+            Item={"pk": {"S": "never"}},
+            ConditionExpression=expression,
+            **parameters,
+        )
     return error_of(dynamodb.scan, TableName=table, FilterExpression=expression, **parameters)
 
 
@@ -50,18 +57,27 @@ def test_attribute_type_name_must_be_a_value(dynamodb, table, kind):
 
 def test_attribute_type_of_a_value(dynamodb, table):
     # Why: attribute_type's first operand may be a value as well as a path.
-    found = dynamodb.scan(TableName=table, FilterExpression="attribute_type(:v, :t)",
-                          ExpressionAttributeValues={":v": {"N": "1"}, ":t": {"S": "N"}})  # fmt: skip
+    found = dynamodb.scan(
+        TableName=table,
+        FilterExpression="attribute_type(:v, :t)",
+        ExpressionAttributeValues={":v": {"N": "1"}, ":t": {"S": "N"}},
+    )
     assert found["Count"] == 1
-    found = dynamodb.scan(TableName=table, FilterExpression="attribute_type(:v, :t)",
-                          ExpressionAttributeValues={":v": {"N": "1"}, ":t": {"S": "S"}})  # fmt: skip
+    found = dynamodb.scan(
+        TableName=table,
+        FilterExpression="attribute_type(:v, :t)",
+        ExpressionAttributeValues={":v": {"N": "1"}, ":t": {"S": "S"}},
+    )
     assert found["Count"] == 0
-    found = dynamodb.scan(TableName=table, FilterExpression="attribute_type(n, :t)",
-                          ExpressionAttributeValues={":t": {"S": "N"}})  # fmt: skip
+    found = dynamodb.scan(
+        TableName=table, FilterExpression="attribute_type(n, :t)", ExpressionAttributeValues={":t": {"S": "N"}}
+    )
     assert found["Count"] == 1
 
 
-@pytest.mark.parametrize(("expression", "token"), [("_x = :v", "_"), ("1x = :v", "1"), ("a-b = :v", "-"), ("_f(n)", "_")])
+@pytest.mark.parametrize(
+    ("expression", "token"), [("_x = :v", "_"), ("1x = :v", "1"), ("a-b = :v", "-"), ("_f(n)", "_")]
+)
 def test_unquoted_names_start_with_a_letter(dynamodb, table, expression, token):
     # Why: an unquoted attribute or function name starts with a letter, then letters, digits and '_'.
     code, message = condition_error(dynamodb, table, expression, {":v": {"N": "1"}} if ":v" in expression else None)
@@ -71,7 +87,8 @@ def test_unquoted_names_start_with_a_letter(dynamodb, table, expression, token):
 
 def test_an_unknown_function_is_not_a_syntax_error(dynamodb, table):
     assert condition_error(dynamodb, table, "f(n)") == (
-        "ValidationException", "Invalid ConditionExpression: Invalid function name; function: f"
+        "ValidationException",
+        "Invalid ConditionExpression: Invalid function name; function: f",
     )
 
 
@@ -118,20 +135,33 @@ def test_more_than_300_operators(dynamodb, table):
 # R20: parentheses around an arithmetic pair in SET.
 @pytest.mark.parametrize(
     ("expression", "expected"),
-    [("SET n = (n - :v)", "7"), ("SET n = (if_not_exists(n, :z) - :v)", "7"), ("SET c = (if_not_exists(c, :z) - :v)", "-3")],
+    [
+        ("SET n = (n - :v)", "7"),
+        ("SET n = (if_not_exists(n, :z) - :v)", "7"),
+        ("SET c = (if_not_exists(c, :z) - :v)", "-3"),
+    ],
 )
 def test_parenthesised_arithmetic_pair_in_set(dynamodb, table, expression, expected):
     # Why: DynamoDB's parser accepts SET c = (c - :v) and means the same as without the parentheses (the form
     # ElectroDB's subtract() sends).
     dynamodb.put_item(TableName=table, Item={"pk": {"S": "arith"}, "n": {"N": "10"}})
-    response = dynamodb.update_item(TableName=table, Key={"pk": {"S": "arith"}}, UpdateExpression=expression,
-                                    ExpressionAttributeValues={":v": {"N": "3"}, **({":z": {"N": "0"}} if ":z" in expression else {})},
-                                    ReturnValues="UPDATED_NEW")  # fmt: skip
+    response = dynamodb.update_item(
+        TableName=table,
+        Key={"pk": {"S": "arith"}},
+        UpdateExpression=expression,
+        ExpressionAttributeValues={":v": {"N": "3"}, **({":z": {"N": "0"}} if ":z" in expression else {})},
+        ReturnValues="UPDATED_NEW",
+    )
     assert next(iter(response["Attributes"].values())) == {"N": expected}
 
 
 def test_only_one_arithmetic_pair(dynamodb, table):
-    code, message = error_of(dynamodb.update_item, TableName=table, Key={"pk": {"S": "a"}},
-                             UpdateExpression="SET n = (n - :v) - :v", ExpressionAttributeValues={":v": {"N": "1"}})  # fmt: skip
+    code, message = error_of(
+        dynamodb.update_item,
+        TableName=table,
+        Key={"pk": {"S": "a"}},
+        UpdateExpression="SET n = (n - :v) - :v",
+        ExpressionAttributeValues={":v": {"N": "1"}},
+    )
     assert code == "ValidationException" and message.startswith("Invalid UpdateExpression: Syntax error;")
     assert dynamodb.get_item(TableName=table, Key={"pk": {"S": "a"}})["Item"]["n"] == {"N": "10"}

@@ -19,7 +19,7 @@ def table(dynamodb, unique_table_name):
     return name
 
 
-QUERY = dict(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "a"}})
+QUERY = {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "a"}}}
 
 
 def test_exclusive_start_key_on_a_hash_only_query(dynamodb, table):

@@ -14,7 +14,10 @@ def table(dynamodb, unique_table_name):
     name = unique_table_name("Legacy")
     dynamodb.create_table(
         TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+        ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         BillingMode="PAY_PER_REQUEST",
     )
@@ -60,11 +63,16 @@ def test_expected_operand_types_are_checked_at_request_time(dynamodb, table, ope
     key = {"pk": {"S": "p"}, "sk": {"N": "6"}}
     before = dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
     code, message = error_of(
-        dynamodb.put_item, TableName=table, Item={**key, "w": {"S": "written"}},
+        dynamodb.put_item,
+        TableName=table,
+        Item={**key, "w": {"S": "written"}},
         Expected={"v": {"ComparisonOperator": operator, "AttributeValueList": values}},
-    )  # fmt: skip
+    )
     kind = next(iter(values[0]))
-    assert (code, message) == ("ValidationException", f"{INVALID}ComparisonOperator {operator} is not valid for {kind} AttributeValue type")
+    assert (code, message) == (
+        "ValidationException",
+        f"{INVALID}ComparisonOperator {operator} is not valid for {kind} AttributeValue type",
+    )
     assert dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"] == before
 
 
@@ -72,9 +80,11 @@ def test_a_wrong_type_in_the_item_only_fails_the_condition(dynamodb, table):
     # Why: a legacy condition whose attribute has another type than the request's value does not match.
     key = {"pk": {"S": "p"}, "sk": {"N": "6"}}
     code, _ = error_of(
-        dynamodb.put_item, TableName=table, Item={**key, "w": {"S": "written"}},
+        dynamodb.put_item,
+        TableName=table,
+        Item={**key, "w": {"S": "written"}},
         Expected={"v": {"ComparisonOperator": "LT", "AttributeValueList": [{"N": "5"}]}},
-    )  # fmt: skip
+    )
     assert code == "ConditionalCheckFailedException"
 
 
@@ -89,25 +99,38 @@ def test_a_wrong_type_in_the_item_only_fails_the_condition(dynamodb, table):
 )
 def test_conditional_operator_needs_expected(dynamodb, table, request_parameters):
     # Why: ConditionalOperator joins the conditions of Expected; without any there is nothing to join.
-    code, message = error_of(dynamodb.update_item, TableName=table, Key={"pk": {"S": "p"}, "sk": {"N": "9"}},
-                             ConditionalOperator="OR", **request_parameters)  # fmt: skip
+    code, message = error_of(
+        dynamodb.update_item,
+        TableName=table,
+        Key={"pk": {"S": "p"}, "sk": {"N": "9"}},
+        ConditionalOperator="OR",
+        **request_parameters,
+    )
     assert (code, message) == ("ValidationException", WITHOUT_CONDITIONS)
-    assert "Item" not in dynamodb.get_item(TableName=table, Key={"pk": {"S": "p"}, "sk": {"N": "9"}}, ConsistentRead=True)
+    assert "Item" not in dynamodb.get_item(
+        TableName=table, Key={"pk": {"S": "p"}, "sk": {"N": "9"}}, ConsistentRead=True
+    )
 
 
 def test_conditional_operator_needs_two_conditions(dynamodb, table):
     # Why: ConditionalOperator with one condition in Expected, QueryFilter or ScanFilter is refused.
     one = {"v": {"ComparisonOperator": "NOT_NULL"}}
     cases = [
-        (dynamodb.put_item, dict(Item={"pk": {"S": "p"}, "sk": {"N": "9"}}, Expected=one)),
-        (dynamodb.delete_item, dict(Key={"pk": {"S": "p"}, "sk": {"N": "1"}}, Expected=one)),
-        (dynamodb.scan, dict(ScanFilter=one)),
-        (dynamodb.query, dict(KeyConditions={"pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "p"}]}},
-                              QueryFilter=one)),
-    ]  # fmt: skip
+        (dynamodb.put_item, {"Item": {"pk": {"S": "p"}, "sk": {"N": "9"}}, "Expected": one}),
+        (dynamodb.delete_item, {"Key": {"pk": {"S": "p"}, "sk": {"N": "1"}}, "Expected": one}),
+        (dynamodb.scan, {"ScanFilter": one}),
+        (
+            dynamodb.query,
+            {
+                "KeyConditions": {"pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "p"}]}},
+                "QueryFilter": one,
+            },
+        ),
+    ]
     for call, parameters in cases:
         assert error_of(call, TableName=table, ConditionalOperator="AND", **parameters) == (
-            "ValidationException", ONE_CONDITION
+            "ValidationException",
+            ONE_CONDITION,
         )
     assert len(dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]) == 6
 
@@ -115,17 +138,29 @@ def test_conditional_operator_needs_two_conditions(dynamodb, table):
 def test_conditional_operator_without_a_filter_is_refused_on_reads(dynamodb, table):
     # Why: on Scan and Query ConditionalOperator joins ScanFilter/QueryFilter conditions, and is checked before the
     # key condition is looked for.
-    assert error_of(dynamodb.scan, TableName=table, ConditionalOperator="OR") == ("ValidationException", WITHOUT_CONDITIONS)
-    assert error_of(dynamodb.scan, TableName=table, ConditionalOperator="OR", ScanFilter={}) == (
-        "ValidationException", WITHOUT_CONDITIONS
+    assert error_of(dynamodb.scan, TableName=table, ConditionalOperator="OR") == (
+        "ValidationException",
+        WITHOUT_CONDITIONS,
     )
-    assert error_of(dynamodb.query, TableName=table, ConditionalOperator="OR") == ("ValidationException", WITHOUT_CONDITIONS)
+    assert error_of(dynamodb.scan, TableName=table, ConditionalOperator="OR", ScanFilter={}) == (
+        "ValidationException",
+        WITHOUT_CONDITIONS,
+    )
+    assert error_of(dynamodb.query, TableName=table, ConditionalOperator="OR") == (
+        "ValidationException",
+        WITHOUT_CONDITIONS,
+    )
 
 
 def test_conditional_operator_is_a_non_expression_parameter(dynamodb, table):
     # Why: DynamoDB refuses legacy parameters, ConditionalOperator among them, beside expression parameters.
-    code, message = error_of(dynamodb.put_item, TableName=table, Item={"pk": {"S": "p"}, "sk": {"N": "9"}},
-                             ConditionalOperator="OR", ConditionExpression="attribute_not_exists(pk)")  # fmt: skip
+    code, message = error_of(
+        dynamodb.put_item,
+        TableName=table,
+        Item={"pk": {"S": "p"}, "sk": {"N": "9"}},
+        ConditionalOperator="OR",
+        ConditionExpression="attribute_not_exists(pk)",
+    )
     assert code == "ValidationException"
     assert message == (
         "Can not use both expression and non-expression parameters in the same request: "
@@ -136,11 +171,22 @@ def test_conditional_operator_is_a_non_expression_parameter(dynamodb, table):
 def test_conditional_operator_with_two_expected_conditions(dynamodb, table):
     key = {"pk": {"S": "p"}, "sk": {"N": "6"}}
     expected = {"v": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "other"}]}, "missing": {"Exists": False}}
-    dynamodb.update_item(TableName=table, Key=key, AttributeUpdates={"w": {"Action": "PUT", "Value": {"S": "ok"}}},
-                         Expected=expected, ConditionalOperator="OR")  # fmt: skip
+    dynamodb.update_item(
+        TableName=table,
+        Key=key,
+        AttributeUpdates={"w": {"Action": "PUT", "Value": {"S": "ok"}}},
+        Expected=expected,
+        ConditionalOperator="OR",
+    )
     assert dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["w"] == {"S": "ok"}
-    code, _ = error_of(dynamodb.update_item, TableName=table, Key=key, Expected=expected, ConditionalOperator="AND",
-                       AttributeUpdates={"w": {"Action": "PUT", "Value": {"S": "no"}}})  # fmt: skip
+    code, _ = error_of(
+        dynamodb.update_item,
+        TableName=table,
+        Key=key,
+        Expected=expected,
+        ConditionalOperator="AND",
+        AttributeUpdates={"w": {"Action": "PUT", "Value": {"S": "no"}}},
+    )
     assert code == "ConditionalCheckFailedException"
     dynamodb.update_item(TableName=table, Key=key, AttributeUpdates={"w": {"Action": "DELETE"}})
 
@@ -160,12 +206,22 @@ EVERY_TYPE = [
 @pytest.mark.parametrize(("value", "match"), EVERY_TYPE, ids=[next(iter(v)) for v, _ in EVERY_TYPE])
 def test_filter_eq_and_ne_take_every_type(dynamodb, table, value, match):
     # Why: EQ matches only an attribute of the same type and value; NE matches every other item that has the attribute.
-    for operation, extra in ((dynamodb.scan, {}), (dynamodb.query, {"KeyConditions": {
-            "pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "p"}]}}})):  # fmt: skip
+    for operation, extra in (
+        (dynamodb.scan, {}),
+        (dynamodb.query, {"KeyConditions": {"pk": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "p"}]}}}),
+    ):
         filter_name = "ScanFilter" if operation == dynamodb.scan else "QueryFilter"
-        eq = operation(TableName=table, ConsistentRead=True, **extra,
-                       **{filter_name: {"v": {"ComparisonOperator": "EQ", "AttributeValueList": [value]}}})  # fmt: skip
-        ne = operation(TableName=table, ConsistentRead=True, **extra,
-                       **{filter_name: {"v": {"ComparisonOperator": "NE", "AttributeValueList": [value]}}})  # fmt: skip
+        eq = operation(
+            TableName=table,
+            ConsistentRead=True,
+            **extra,
+            **{filter_name: {"v": {"ComparisonOperator": "EQ", "AttributeValueList": [value]}}},
+        )
+        ne = operation(
+            TableName=table,
+            ConsistentRead=True,
+            **extra,
+            **{filter_name: {"v": {"ComparisonOperator": "NE", "AttributeValueList": [value]}}},
+        )
         assert keys(eq) == [match]
         assert keys(ne) == sorted({1, 2, 3, 4, 5, 6} - {match})

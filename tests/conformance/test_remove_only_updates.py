@@ -24,7 +24,9 @@ def stream_keys(region_endpoint, dynamodb, table):
     streams = make_client(region_endpoint, "dynamodbstreams")
     arn = dynamodb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
-    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")[
+        "ShardIterator"
+    ]
     keys = []
     for _ in range(100):  # bounded: the shard is open, so pages keep coming with a NextShardIterator
         page = streams.get_records(ShardIterator=iterator)
@@ -40,11 +42,14 @@ def exists(dynamodb, table, pk):
 
 
 REMOVE_ONLY = {
-    "remove": dict(UpdateExpression="REMOVE a, b.c"),
-    "delete-from-set": dict(UpdateExpression="DELETE s :s", ExpressionAttributeValues={":s": {"SS": ["x"]}}),
-    "remove-and-delete": dict(UpdateExpression="REMOVE a DELETE s :s", ExpressionAttributeValues={":s": {"SS": ["x"]}}),
-    "legacy-delete": dict(AttributeUpdates={"a": {"Action": "DELETE"}}),
-    "legacy-delete-from-set": dict(AttributeUpdates={"s": {"Action": "DELETE", "Value": {"SS": ["x"]}}}),
+    "remove": {"UpdateExpression": "REMOVE a, b.c"},
+    "delete-from-set": {"UpdateExpression": "DELETE s :s", "ExpressionAttributeValues": {":s": {"SS": ["x"]}}},
+    "remove-and-delete": {
+        "UpdateExpression": "REMOVE a DELETE s :s",
+        "ExpressionAttributeValues": {":s": {"SS": ["x"]}},
+    },
+    "legacy-delete": {"AttributeUpdates": {"a": {"Action": "DELETE"}}},
+    "legacy-delete-from-set": {"AttributeUpdates": {"s": {"Action": "DELETE", "Value": {"SS": ["x"]}}}},
 }
 
 
@@ -63,11 +68,13 @@ def test_a_remove_only_update_of_a_missing_item_is_a_no_op(region_endpoint, dyna
 
 @pytest.mark.parametrize(
     "parameters",
-    [dict(UpdateExpression="SET a = :v", ExpressionAttributeValues={":v": {"S": "v"}}),
-     dict(UpdateExpression="REMOVE b SET a = :v", ExpressionAttributeValues={":v": {"S": "v"}}),
-     dict(UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}}),
-     dict(AttributeUpdates={"a": {"Action": "PUT", "Value": {"S": "v"}}}),
-     dict(AttributeUpdates={})],
+    [
+        {"UpdateExpression": "SET a = :v", "ExpressionAttributeValues": {":v": {"S": "v"}}},
+        {"UpdateExpression": "REMOVE b SET a = :v", "ExpressionAttributeValues": {":v": {"S": "v"}}},
+        {"UpdateExpression": "ADD n :one", "ExpressionAttributeValues": {":one": {"N": "1"}}},
+        {"AttributeUpdates": {"a": {"Action": "PUT", "Value": {"S": "v"}}}},
+        {"AttributeUpdates": {}},
+    ],
     ids=["set", "remove-and-set", "add", "legacy-put", "empty-attribute-updates"],
 )
 def test_an_update_that_sets_anything_creates_the_item(region_endpoint, dynamodb, table, parameters, request):
@@ -81,12 +88,16 @@ def test_an_update_that_sets_anything_creates_the_item(region_endpoint, dynamodb
 
 def test_remove_on_an_existing_item_still_removes(dynamodb, table):
     dynamodb.put_item(TableName=table, Item={"pk": {"S": "present"}, "a": {"S": "x"}, "b": {"S": "y"}})
-    response = dynamodb.update_item(TableName=table, Key={"pk": {"S": "present"}}, UpdateExpression="REMOVE a",
-                                    ReturnValues="ALL_NEW")  # fmt: skip
+    response = dynamodb.update_item(
+        TableName=table, Key={"pk": {"S": "present"}}, UpdateExpression="REMOVE a", ReturnValues="ALL_NEW"
+    )
     assert response["Attributes"] == {"pk": {"S": "present"}, "b": {"S": "y"}}
 
 
 def test_a_remove_only_transaction_update_of_a_missing_item_writes_nothing(dynamodb, table):
-    dynamodb.transact_write_items(TransactItems=[{"Update": {"TableName": table, "Key": {"pk": {"S": "tx-missing"}},
-                                                             "UpdateExpression": "REMOVE a"}}])  # fmt: skip
+    dynamodb.transact_write_items(
+        TransactItems=[
+            {"Update": {"TableName": table, "Key": {"pk": {"S": "tx-missing"}}, "UpdateExpression": "REMOVE a"}}
+        ]
+    )
     assert not exists(dynamodb, table, "tx-missing")

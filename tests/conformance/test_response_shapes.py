@@ -7,15 +7,26 @@ from conformance.raw_requests import raw_post
 
 
 def make_table(dynamodb, name, **extra):
-    gsi_throughput = {"ProvisionedThroughput": extra["ProvisionedThroughput"]} if "ProvisionedThroughput" in extra else {}
+    gsi_throughput = (
+        {"ProvisionedThroughput": extra["ProvisionedThroughput"]} if "ProvisionedThroughput" in extra else {}
+    )
     dynamodb.create_table(
         TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "g", "AttributeType": "S"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "g", "AttributeType": "S"},
+        ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[{"IndexName": "byG", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                                 "Projection": {"ProjectionType": "ALL"}, **gsi_throughput}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "byG",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+                **gsi_throughput,
+            }
+        ],
         **extra,
-    )  # fmt: skip
+    )
     return name
 
 
@@ -35,17 +46,28 @@ def test_delete_table_description_on_demand(dynamodb, unique_table_name):
     assert description["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     assert "LastUpdateToPayPerRequestDateTime" in description["BillingModeSummary"]
     throughput = description["ProvisionedThroughput"]
-    assert (throughput["ReadCapacityUnits"], throughput["WriteCapacityUnits"], throughput["NumberOfDecreasesToday"]) == (0, 0, 0)
+    assert (
+        throughput["ReadCapacityUnits"],
+        throughput["WriteCapacityUnits"],
+        throughput["NumberOfDecreasesToday"],
+    ) == (0, 0, 0)
 
 
 def test_delete_table_description_provisioned(dynamodb, unique_table_name):
-    name = make_table(dynamodb, unique_table_name("DelShape"), BillingMode="PROVISIONED",
-                      ProvisionedThroughput={"ReadCapacityUnits": 3, "WriteCapacityUnits": 4})  # fmt: skip
+    name = make_table(
+        dynamodb,
+        unique_table_name("DelShape"),
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 3, "WriteCapacityUnits": 4},
+    )
     description = dynamodb.delete_table(TableName=name)["TableDescription"]
     for member in LEFT_OUT:
         assert member not in description
     assert description["TableStatus"] == "DELETING"
-    assert (description["ProvisionedThroughput"]["ReadCapacityUnits"], description["ProvisionedThroughput"]["WriteCapacityUnits"]) == (3, 4)
+    assert (
+        description["ProvisionedThroughput"]["ReadCapacityUnits"],
+        description["ProvisionedThroughput"]["WriteCapacityUnits"],
+    ) == (3, 4)
 
 
 def test_tag_and_untag_answer_an_empty_body(region_endpoint, dynamodb, unique_table_name):
@@ -64,8 +86,12 @@ def test_tag_and_untag_answer_an_empty_body(region_endpoint, dynamodb, unique_ta
 @pytest.fixture(scope="module")
 def items(dynamodb, unique_table_name):
     name = unique_table_name("UpdatedNew")
-    dynamodb.create_table(TableName=name, AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                          KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}], BillingMode="PAY_PER_REQUEST")  # fmt: skip
+    dynamodb.create_table(
+        TableName=name,
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
     return name
 
 
@@ -73,13 +99,18 @@ def test_updated_new_after_removing_a_list_element(dynamodb, items):
     # Why: UPDATED_NEW shows each updated path as it is after the update; after REMOVE l[i] that is the element
     # that moved into index i, if there is one.
     letters = {"L": [{"S": "a"}, {"S": "b"}, {"S": "c"}]}
-    dynamodb.put_item(TableName=items, Item={"pk": {"S": "l"}, "l": letters, "m": {"M": {"x": {"S": "1"}}}, "z": {"S": "z"}})
-    response = dynamodb.update_item(TableName=items, Key={"pk": {"S": "l"}}, UpdateExpression="REMOVE l[1], m.x, z",
-                                    ReturnValues="UPDATED_NEW")  # fmt: skip
+    dynamodb.put_item(
+        TableName=items, Item={"pk": {"S": "l"}, "l": letters, "m": {"M": {"x": {"S": "1"}}}, "z": {"S": "z"}}
+    )
+    response = dynamodb.update_item(
+        TableName=items, Key={"pk": {"S": "l"}}, UpdateExpression="REMOVE l[1], m.x, z", ReturnValues="UPDATED_NEW"
+    )
     assert response["Attributes"] == {"l": {"L": [{"S": "c"}]}}
-    response = dynamodb.update_item(TableName=items, Key={"pk": {"S": "l"}}, UpdateExpression="REMOVE l[1]",
-                                    ReturnValues="UPDATED_NEW")  # fmt: skip
+    response = dynamodb.update_item(
+        TableName=items, Key={"pk": {"S": "l"}}, UpdateExpression="REMOVE l[1]", ReturnValues="UPDATED_NEW"
+    )
     assert "Attributes" not in response  # [a] has no element at index 1 any more
-    old = dynamodb.update_item(TableName=items, Key={"pk": {"S": "l"}}, UpdateExpression="REMOVE l[0]",
-                               ReturnValues="UPDATED_OLD")  # fmt: skip
+    old = dynamodb.update_item(
+        TableName=items, Key={"pk": {"S": "l"}}, UpdateExpression="REMOVE l[0]", ReturnValues="UPDATED_OLD"
+    )
     assert old["Attributes"] == {"l": {"L": [{"S": "a"}]}}

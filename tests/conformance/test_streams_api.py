@@ -51,8 +51,9 @@ def test_iterators_at_the_advertised_start_of_an_empty_shard(dynamodb, streams, 
     table = make_table(dynamodb, unique_table_name("EmptyShard"))
     arn, shard = shard_of(dynamodb, streams, table)
     start = shard["SequenceNumberRange"]["StartingSequenceNumber"]
-    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType=kind,
-                                          SequenceNumber=start)["ShardIterator"]  # fmt: skip
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType=kind, SequenceNumber=start
+    )["ShardIterator"]
     assert streams.get_records(ShardIterator=iterator)["Records"] == []
     dynamodb.put_item(TableName=table, Item={"pk": {"S": "first"}})
     dynamodb.put_item(TableName=table, Item={"pk": {"S": "second"}})
@@ -70,8 +71,13 @@ def test_a_sequence_number_with_trim_horizon_or_latest(dynamodb, streams, unique
     table = make_table(dynamodb, unique_table_name("SeqWithType"))
     dynamodb.put_item(TableName=table, Item={"pk": {"S": "a"}})
     arn, shard = shard_of(dynamodb, streams, table)
-    code, _ = error_of(streams.get_shard_iterator, StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType=kind,
-                       SequenceNumber=shard["SequenceNumberRange"]["StartingSequenceNumber"])  # fmt: skip
+    code, _ = error_of(
+        streams.get_shard_iterator,
+        StreamArn=arn,
+        ShardId=shard["ShardId"],
+        ShardIteratorType=kind,
+        SequenceNumber=shard["SequenceNumberRange"]["StartingSequenceNumber"],
+    )
     assert code == "ValidationException"
 
 
@@ -85,7 +91,9 @@ def test_list_streams_start_must_be_a_stream_arn(dynamodb, streams, unique_table
     streams.list_streams(ExclusiveStartStreamArn=arn)
 
 
-@pytest.mark.parametrize("shard_filter", [{"Type": "CHILD_SHARDS"}, {"ShardId": "shardId-00000000000000000000-00000000"}])
+@pytest.mark.parametrize(
+    "shard_filter", [{"Type": "CHILD_SHARDS"}, {"ShardId": "shardId-00000000000000000000-00000000"}]
+)
 def test_describe_stream_shard_filter_needs_type_and_shard(dynamodb, raw_streams, unique_table_name, shard_filter):
     # Why: a ShardFilter names both the filter type and the shard it applies to.
     table = make_table(dynamodb, unique_table_name("ShardFilter"))
@@ -98,6 +106,7 @@ def test_disabling_a_stream_the_table_does_not_have(dynamodb, unique_table_name)
     # Why: DynamoDB's refusal names the table: "Table has no stream to disable: TableName: <t>".
     table = make_table(dynamodb, unique_table_name("NoStream"), stream=False)
     assert error_of(dynamodb.update_table, TableName=table, StreamSpecification={"StreamEnabled": False}) == (
-        "ValidationException", f"Table has no stream to disable: TableName: {table}"
+        "ValidationException",
+        f"Table has no stream to disable: TableName: {table}",
     )
     assert "StreamSpecification" not in dynamodb.describe_table(TableName=table)["Table"]

@@ -38,8 +38,9 @@ def test_a_key_of_the_wrong_type_cancels_with_one_validation_error(dynamodb, tab
     # Why: DynamoDB stops evaluating at the first invalid action: it gets ValidationError with a message, every
     # other action None without one.
     before = count(dynamodb, table)
-    reasons = cancelled(dynamodb, [put(table, "ok-1"), {"Put": {"TableName": table, "Item": {"pk": {"N": "1"}}}},
-                                   put(table, "ok-2")])  # fmt: skip
+    reasons = cancelled(
+        dynamodb, [put(table, "ok-1"), {"Put": {"TableName": table, "Item": {"pk": {"N": "1"}}}}, put(table, "ok-2")]
+    )
     assert [reason["Code"] for reason in reasons] == ["None", "ValidationError", "None"]
     assert reasons[1]["Message"]
     assert "Message" not in reasons[0] and "Message" not in reasons[2]
@@ -47,11 +48,20 @@ def test_a_key_of_the_wrong_type_cancels_with_one_validation_error(dynamodb, tab
 
 
 def test_a_mistyped_key_in_a_delete_or_update(dynamodb, table):
-    reasons = cancelled(dynamodb, [
-        {"Delete": {"TableName": table, "Key": {"pk": {"N": "1"}}}},
-        {"Update": {"TableName": table, "Key": {"pk": {"S": "u"}}, "UpdateExpression": "SET a = :v",
-                    "ExpressionAttributeValues": {":v": {"S": "v"}}}},
-    ])  # fmt: skip
+    reasons = cancelled(
+        dynamodb,
+        [
+            {"Delete": {"TableName": table, "Key": {"pk": {"N": "1"}}}},
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "u"}},
+                    "UpdateExpression": "SET a = :v",
+                    "ExpressionAttributeValues": {":v": {"S": "v"}},
+                }
+            },
+        ],
+    )
     assert [reason["Code"] for reason in reasons] == ["ValidationError", "None"]
     assert "Item" not in dynamodb.get_item(TableName=table, Key={"pk": {"S": "u"}}, ConsistentRead=True)
 
@@ -61,7 +71,9 @@ def test_a_small_request_may_delete_more_than_4_mb(dynamodb, table):
     keys = [f"big-{i}" for i in range(11)]
     for pk in keys:
         dynamodb.put_item(TableName=table, Item={"pk": {"S": pk}, "blob": {"S": "x" * BIG}})
-    dynamodb.transact_write_items(TransactItems=[{"Delete": {"TableName": table, "Key": {"pk": {"S": pk}}}} for pk in keys])
+    dynamodb.transact_write_items(
+        TransactItems=[{"Delete": {"TableName": table, "Key": {"pk": {"S": pk}}}} for pk in keys]
+    )
     for pk in keys:
         assert "Item" not in dynamodb.get_item(TableName=table, Key={"pk": {"S": pk}}, ConsistentRead=True)
 

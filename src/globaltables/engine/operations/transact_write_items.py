@@ -12,7 +12,8 @@ Each step finishes for every action before the next one starts, so a refused req
 5. any failure cancels the whole transaction (TransactionCanceledException, reasons in request order, nothing
    written). A condition that fails lets evaluation go on (every failed condition is reported); a validation error
    (a key that does not fit its table, an operand of the wrong type, an item over 400 KB) stops it, and the
-   actions after it are reported as None. Otherwise all writes and the token record commit through one `Engine.commit`, one store transaction.
+   actions after it are reported as None. Otherwise all writes and the token record commit through one
+   `Engine.commit`, one store transaction.
 Serializable by construction: see engine/transactions.py.
 """
 
