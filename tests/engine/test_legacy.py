@@ -177,7 +177,41 @@ EXPECTED_ERRORS = [
     ({"a": {"ComparisonOperator": "XX"}},
      (f"1 validation error detected: Value 'XX' at 'expected.a.member.comparisonOperator' failed to satisfy "
      f"constraint: Member must satisfy enum value set: {OPERATOR_SET}")),
+    # Operand types are checked in the request, as for QueryFilter and ScanFilter.
+    ({"a": {"ComparisonOperator": "LT", "AttributeValueList": [{"SS": ["x"]}]}},
+     INVALID + "ComparisonOperator LT is not valid for SS AttributeValue type"),
+    ({"a": {"ComparisonOperator": "CONTAINS", "AttributeValueList": [{"L": []}]}},
+     INVALID + "ComparisonOperator CONTAINS is not valid for L AttributeValue type"),
+    ({"a": {"ComparisonOperator": "BEGINS_WITH", "AttributeValueList": [{"N": "1"}]}},
+     INVALID + "ComparisonOperator BEGINS_WITH is not valid for N AttributeValue type"),
+    ({"a": {"ComparisonOperator": "IN", "AttributeValueList": [{"BOOL": True}]}},
+     INVALID + "ComparisonOperator IN is not valid for BOOL AttributeValue type"),
 ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("request_parameters", "text"),
+    [
+        ({}, "ConditionalOperator cannot be used without Filter or Expected"),
+        ({"Expected": {}}, "ConditionalOperator cannot be used without Filter or Expected"),
+        ({"Expected": {"a": {"Exists": False}}},
+         "ConditionalOperator can only be used when Filter or Expected has two or more elements"),
+    ],
+)  # fmt: skip
+def test_conditional_operator_needs_two_conditions(engine, request_parameters, text):
+    put_sample(engine)
+    request = {"TableName": "Items", "Item": {"id": {"S": "a"}}, "ConditionalOperator": "AND", **request_parameters}
+    assert message(engine, "PutItem", request) == text
+    assert item_of(engine) == SAMPLE
+    for operation, conditions in (("Scan", "ScanFilter"), ("Query", "QueryFilter")):
+        request = {"TableName": "Items", "ConditionalOperator": "OR"}
+        if operation == "Query":
+            request["KeyConditions"] = {"id": {"ComparisonOperator": "EQ", "AttributeValueList": [{"S": "a"}]}}
+        if "Expected" in request_parameters:
+            request[conditions] = {
+                name: {"ComparisonOperator": "NULL"} for name in request_parameters["Expected"]
+            }
+        assert message(engine, operation, request) == text
 
 
 @pytest.mark.parametrize(("expected", "text"), EXPECTED_ERRORS)
@@ -548,6 +582,20 @@ def test_scan_filter_conditional_operator(filtered):
     assert ids(
         call(filtered, "Scan", {"TableName": "Items", "ScanFilter": conditions, "ConditionalOperator": "OR"})
     ) == ["1", "4"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "equal"),
+    [("c", {"L": [{"S": "x"}]}, ["3"]), ("c", {"M": {"k": {"S": "v"}}}, []), ("d", {"NULL": True}, ["4"]),
+     ("a", {"BOOL": True}, [])],
+)  # fmt: skip
+def test_filter_eq_and_ne_take_every_type(filtered, name, value, equal):
+    # "EQ is supported for all data types, including lists and maps" (Condition, API reference); another type in the
+    # item does not match EQ and matches NE (as a missing attribute does, like `a <> :v`).
+    everyone = {item["id"]["S"] for item in FILTER_ITEMS}
+    for op, expected in (("EQ", equal), ("NE", sorted(everyone - set(equal)))):
+        condition = {name: {"ComparisonOperator": op, "AttributeValueList": [value]}}
+        assert ids(call(filtered, "Scan", {"TableName": "Items", "ScanFilter": condition})) == expected
 
 
 FILTER_ERRORS = [
