@@ -438,7 +438,7 @@ def test_valid_conditions_in_any_clause_order_and_through_aliases(matches):
     put(matches, match("a", round_="FINAL", bracket="UPPER", no=1))
     put(matches, match("b", round_="SEMIFINALS", bracket="LOWER", no=2))
     put(matches, match("c", round_="SEMIFINALS", bracket="UPPER", no=3))
-    put(matches, match("d", round_="SEMIFINALS", bracket="UPPER", no=4, ))
+    put(matches, match("d", round_="SEMIFINALS", bracket="UPPER", no=4))
     reordered = query(matches, "#n > :n AND bracket = :b AND #x = :r AND #o = :o AND #t = :t",
                       {**TN, ":o": S("SEMIFINALS"), ":b": S("UPPER"), ":n": N(3)},
                       {"#n": "matchNo", "#x": "region", "#o": "round", "#t": "tournamentId"})  # fmt: skip
