@@ -476,6 +476,14 @@ def test_a_filter_may_not_use_the_index_key_attributes(matches):
     kept = query(matches, HASH_EQ, {**TN, ":v": N(5), ":i": S("m1")}, REGION,
                  FilterExpression="score = :v AND matchId = :i")  # fmt: skip
     assert ids(kept) == ["m1"]
+    legacy = {"TableName": TABLE, "IndexName": INDEX, "KeyConditions": {
+        "tournamentId": {"ComparisonOperator": "EQ", "AttributeValueList": [S("WINTER2024")]},
+        "region": {"ComparisonOperator": "EQ", "AttributeValueList": [S("NA-EAST")]}}}  # fmt: skip
+    on_key = {"QueryFilter": {"matchNo": {"ComparisonOperator": "GT", "AttributeValueList": [N(0)]}}}
+    failure = error(lambda: matches.handle("Query", {**legacy, **on_key}))
+    assert re.search("[fF]ilter.*[kK]ey", failure.message), failure.message
+    off_key = {"QueryFilter": {"score": {"ComparisonOperator": "GT", "AttributeValueList": [N(0)]}}}
+    assert ids(matches.handle("Query", {**legacy, **off_key})) == ["m1"]
 
 
 def test_legacy_key_conditions_follow_the_same_rules(matches):
