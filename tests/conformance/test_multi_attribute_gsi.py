@@ -6,8 +6,9 @@ The example is the guide's own: tournament matches indexed by (tournamentId, reg
 (round, bracket, matchNo).
 
 botocore's model (1.43) sets no maximum on a KeySchema's length, so the client sends up to 8 elements unchanged and
-every rule here is the server's. The module runs against a local region on both stores (in memory and SQLite on
-disk); GSI reads poll within a bounded wait, since a GSI is eventually consistent on DynamoDB itself.
+every rule here is the server's. The module talks only boto3, to whatever region the suite's `region_endpoint`
+fixture names (and so on whichever store that region keeps its tables); GSI reads poll within a bounded wait, since
+a GSI is eventually consistent on DynamoDB itself.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
-from region_process import REGION_NAME, RegionProcess
-
 pytestmark = pytest.mark.timeout(300)
 
 INDEX = "byTournament"
@@ -30,32 +29,6 @@ TYPES = {"matchId": "S", "tournamentId": "S", "region": "S", "round": "S", "brac
 HASH_EQ = "tournamentId = :t AND #region = :r"  # "region" is a reserved word
 NAMES = {"#region": "region", "#round": "round"}
 DEADLINE_S = 60.0  # bounded waits: generous for a loaded machine (or for DynamoDB's GSI propagation)
-
-
-@pytest.fixture(scope="module", params=["memory", "sqlite"], autouse=True)
-def store(request) -> str:
-    """The module runs once per store of the local region (against another target both runs reach it alike)."""
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def region(store, tmp_path_factory):
-    """The local region process of this module, on the store under test."""
-    data_dir = tmp_path_factory.mktemp("data") if store == "sqlite" else None
-    process = RegionProcess(REGION_NAME, tmp_path_factory.mktemp("region"), data_dir=data_dir)
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
-@pytest.fixture(scope="module")
-def region_endpoint(request, target, store) -> str:
-    """As conftest's, but keyed by the store, so the module's clients follow the region of each store's run."""
-    if target.endpoint is not None:
-        return target.endpoint
-    return request.getfixturevalue("region").endpoint
 
 
 # ------------------------------------------------------------------------------------------------------ helpers

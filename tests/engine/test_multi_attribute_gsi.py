@@ -438,7 +438,7 @@ def test_valid_conditions_in_any_clause_order_and_through_aliases(matches):
     put(matches, match("a", round_="FINAL", bracket="UPPER", no=1))
     put(matches, match("b", round_="SEMIFINALS", bracket="LOWER", no=2))
     put(matches, match("c", round_="SEMIFINALS", bracket="UPPER", no=3))
-    put(matches, match("d", round_="SEMIFINALS", bracket="UPPER", no=4, ))
+    put(matches, match("d", round_="SEMIFINALS", bracket="UPPER", no=4))
     reordered = query(matches, "#n > :n AND bracket = :b AND #x = :r AND #o = :o AND #t = :t",
                       {**TN, ":o": S("SEMIFINALS"), ":b": S("UPPER"), ":n": N(3)},
                       {"#n": "matchNo", "#x": "region", "#o": "round", "#t": "tournamentId"})  # fmt: skip
@@ -476,6 +476,14 @@ def test_a_filter_may_not_use_the_index_key_attributes(matches):
     kept = query(matches, HASH_EQ, {**TN, ":v": N(5), ":i": S("m1")}, REGION,
                  FilterExpression="score = :v AND matchId = :i")  # fmt: skip
     assert ids(kept) == ["m1"]
+    legacy = {"TableName": TABLE, "IndexName": INDEX, "KeyConditions": {
+        "tournamentId": {"ComparisonOperator": "EQ", "AttributeValueList": [S("WINTER2024")]},
+        "region": {"ComparisonOperator": "EQ", "AttributeValueList": [S("NA-EAST")]}}}  # fmt: skip
+    on_key = {"QueryFilter": {"matchNo": {"ComparisonOperator": "GT", "AttributeValueList": [N(0)]}}}
+    failure = error(lambda: matches.handle("Query", {**legacy, **on_key}))
+    assert re.search("[fF]ilter.*[kK]ey", failure.message), failure.message
+    off_key = {"QueryFilter": {"score": {"ComparisonOperator": "GT", "AttributeValueList": [N(0)]}}}
+    assert ids(matches.handle("Query", {**legacy, **off_key})) == ["m1"]
 
 
 def test_legacy_key_conditions_follow_the_same_rules(matches):

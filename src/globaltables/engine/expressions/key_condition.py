@@ -181,12 +181,14 @@ def _match_multi_attribute(by_name: dict[str, tuple[str, list[dict]]], key: KeyS
             raise ValidationException(f"Query key condition not supported: {HASH_RULE}; {name} is compared with {op}")
         _check_value(name, kind, value)
         hash_values.append(value)
-    if any(name not in key.names for name in by_name):
+    names = key.names
+    if any(name not in names for name in by_name):
         raise ValidationException("Query key condition not supported")
-    used = [(position, name, kind) for position, (name, kind) in enumerate(key.range_parts) if name in by_name]
+    range_parts = key.range_parts
+    used = [(position, name, kind) for position, (name, kind) in enumerate(range_parts) if name in by_name]
     for count, (position, name, _kind) in enumerate(used):
         if position != count:
-            skipped = key.range_parts[count][0]
+            skipped = range_parts[count][0]
             raise ValidationException(
                 f"Query key condition not supported: {RANGE_RULE}; {name} is used without {skipped}"
             )
