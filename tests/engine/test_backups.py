@@ -382,3 +382,20 @@ def test_point_in_time_history_survives_a_restart(tmp_path):
     put(reopened, "Source", "third")
     call(reopened, "RestoreTableToPointInTime", pitr_request("Source", "Before", moment))
     assert sorted(items_of(reopened, "Before")) == ["first"]
+
+
+def test_a_restored_strong_table_is_a_new_regional_table(make_store):
+    from globaltables.engine.strong import make_strong
+
+    engine = Engine(make_store(), ManualClock())
+    create(engine, "Strong")
+    make_strong(engine, "Strong", ["us-east-1", "us-east-2", "us-west-2"], None)
+    enable_pitr(engine, "Strong")
+    arn = call(engine, "CreateBackup", {"TableName": "Strong", "BackupName": "snap"})["BackupDetails"]["BackupArn"]
+    call(engine, "RestoreTableFromBackup", {"BackupArn": arn, "TargetTableName": "Plain"})
+    call(engine, "RestoreTableToPointInTime", {"SourceTableName": "Strong", "TargetTableName": "PlainToo",
+                                               "UseLatestRestorableTime": True})  # fmt: skip
+    for name in ("Plain", "PlainToo"):
+        table = call(engine, "DescribeTable", {"TableName": name})["Table"]
+        assert "MultiRegionConsistency" not in table and "Replicas" not in table
+        assert engine.tables[name].strong is None
