@@ -382,3 +382,45 @@ def test_point_in_time_history_survives_a_restart(tmp_path):
     put(reopened, "Source", "third")
     call(reopened, "RestoreTableToPointInTime", pitr_request("Source", "Before", moment))
     assert sorted(items_of(reopened, "Before")) == ["first"]
+
+
+def test_a_restored_strong_table_is_a_new_regional_table(make_store):
+    from globaltables.engine.strong import make_strong
+
+    engine = Engine(make_store(), ManualClock())
+    create(engine, "Strong")
+    make_strong(engine, "Strong", ["us-east-1", "us-east-2", "us-west-2"], None)
+    enable_pitr(engine, "Strong")
+    arn = call(engine, "CreateBackup", {"TableName": "Strong", "BackupName": "snap"})["BackupDetails"]["BackupArn"]
+    call(engine, "RestoreTableFromBackup", {"BackupArn": arn, "TargetTableName": "Plain"})
+    call(engine, "RestoreTableToPointInTime", {"SourceTableName": "Strong", "TargetTableName": "PlainToo",
+                                               "UseLatestRestorableTime": True})  # fmt: skip
+    for name in ("Plain", "PlainToo"):
+        table = call(engine, "DescribeTable", {"TableName": name})["Table"]
+        assert "MultiRegionConsistency" not in table and "Replicas" not in table
+        assert engine.tables[name].strong is None
+
+
+def test_restore_keeps_or_drops_local_secondary_indexes(make_store):
+    engine = Engine(make_store(), ManualClock())
+    call(engine, "CreateTable", {
+        "TableName": "Orders",
+        "AttributeDefinitions": [{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "day")],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "LocalSecondaryIndexes": [{"IndexName": "by-day", "Projection": {"ProjectionType": "KEYS_ONLY"},
+                                   "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                                                 {"AttributeName": "day", "KeyType": "RANGE"}]}],
+        "BillingMode": "PAY_PER_REQUEST",
+    })  # fmt: skip
+    call(engine, "PutItem", {"TableName": "Orders", "Item": {"pk": {"S": "c"}, "sk": {"S": "1"}, "day": {"S": "mon"}}})
+    arn = call(engine, "CreateBackup", {"TableName": "Orders", "BackupName": "snap"})["BackupDetails"]["BackupArn"]
+    kept = call(engine, "RestoreTableFromBackup", {"BackupArn": arn, "TargetTableName": "Kept"})["TableDescription"]
+    assert [index["IndexName"] for index in kept["LocalSecondaryIndexes"]] == ["by-day"]
+    query = {"TableName": "Kept", "IndexName": "by-day", "KeyConditionExpression": "pk = :c AND #d = :d",
+             "ExpressionAttributeNames": {"#d": "day"},
+             "ExpressionAttributeValues": {":c": {"S": "c"}, ":d": {"S": "mon"}}}  # fmt: skip
+    assert call(engine, "Query", query)["Count"] == 1
+    request = {"BackupArn": arn, "TargetTableName": "Dropped", "LocalSecondaryIndexOverride": []}
+    dropped = call(engine, "RestoreTableFromBackup", request)["TableDescription"]
+    assert "LocalSecondaryIndexes" not in dropped
+    assert [d["AttributeName"] for d in dropped["AttributeDefinitions"]] == ["pk", "sk"]

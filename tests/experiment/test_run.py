@@ -182,3 +182,40 @@ async def test_compare_puts_mrsc_writes_a_round_trip_above_mrec(tmp_path):
         full_page_screenshot(driver, "compare-html.png")
     for mode in ("mrec", "mrsc"):
         assert (tmp_path / "out" / mode / "report.html").stat().st_size > 0
+
+
+SIGNED_TOPOLOGY = """
+name: signed-run
+mode: mrec
+regions: [{name: us-east-1}, {name: eu-west-1}]
+links: {default: {latency_ms: 10, jitter_ms: 1}}
+credentials:
+  AKIDRUNNER: runner-secret
+tables:
+  - TableName: Orders
+    AttributeDefinitions: [{AttributeName: pk, AttributeType: S}]
+    KeySchema: [{AttributeName: pk, KeyType: HASH}]
+workload:
+  table: Orders
+  duration_s: 2
+  warmup_s: 0
+  rate_per_region: 40
+  keys: 50
+  mix: {put: 0.5, get: 0.3, delete: 0.2}
+"""
+
+
+def test_a_run_on_regions_that_verify_signatures_signs_with_the_topologys_key(tmp_path):
+    # Why: with credentials: in a topology every region refuses unsigned requests, so the load generator, the final
+    # scans and the checkers must sign with one of its keys, or every operation would fail.
+    topology = tmp_path / "signed.yaml"
+    topology.write_text(SIGNED_TOPOLOGY)
+    out = tmp_path / "out"
+    done = cli("run", str(topology), "--out", str(out), "--duration", str(SHORT_S), "--seed", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert {check["name"]: check["passed"] for check in results["checks"]} == {"lww": True, "convergence": True}
+    for region in ("us-east-1", "eu-west-1"):
+        assert results["throughput"][region]["achieved_per_s"] > 0
+        assert not set(results["errors"].get(region, {})) & {"UnrecognizedClientException", "InvalidSignatureException"}
+    assert "runner-secret" not in (out / "report.md").read_text() + (out / "results.json").read_text()

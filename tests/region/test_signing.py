@@ -157,6 +157,15 @@ def test_request_signed_for_another_region_is_refused_and_changes_nothing(keyed_
     assert absent(keyed_region.endpoint, "other-region")
 
 
+def test_an_unsigned_request_is_refused(keyed_region):
+    headers = {"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": AMZ_JSON}
+    status, answer = post(keyed_region.endpoint, b"{}", headers)
+    assert (status, answer) == (400, {
+        "__type": "com.amazon.coral.service#MissingAuthenticationTokenException",
+        "message": "Request is missing Authentication Token",
+    })  # fmt: skip
+
+
 def test_tampered_signed_header_is_refused(keyed_region):
     body = json.dumps({"TableName": TABLE, "Item": {"pk": {"S": "tampered"}}}).encode()
     headers = sign(keyed_region.endpoint, "DynamoDB_20120810.PutItem", body)
