@@ -128,6 +128,15 @@ def test_insert_of_an_existing_key_is_duplicate_item_and_changes_nothing(dynamod
     assert get(dynamodb, music, pk, 1)["v"] == {"S": "first"}
 
 
+def test_insert_on_conflict_do_nothing_leaves_the_existing_item(dynamodb, music):
+    # Why: with ON CONFLICT DO NOTHING an existing key is success and the stored item stays as it was.
+    pk = fresh()
+    statement = f"INSERT INTO \"{music}\" VALUE {{'pk': '{pk}', 'sk': 1, 'v': ?}} ON CONFLICT DO NOTHING"
+    assert run(dynamodb, statement, Parameters=[{"S": "first"}])["Items"] == []
+    assert run(dynamodb, statement, Parameters=[{"S": "second"}])["Items"] == []
+    assert get(dynamodb, music, pk, 1)["v"] == {"S": "first"}
+
+
 # ------------------------------------------------------------------------------------------------------- SELECT
 
 

@@ -184,6 +184,7 @@ def test_delete_insert_and_exists():
         "t", Comparison("=", Path(("pk",)), S("k")), "ALL_OLD"
     ))
     assert _plain(parse_statement("INSERT INTO t VALUE {'pk': 'k'};")) == _plain(Insert("t", {"pk": {"S": "k"}}))
+    assert parse_statement("INSERT INTO t VALUE {'pk': 'k'} ON CONFLICT DO NOTHING").if_absent
     exists = parse_statement("NOT EXISTS(SELECT * FROM t WHERE pk = 'k' AND a = 1)")
     assert isinstance(exists, Exists) and exists.negated and exists.select.table == "t"
 
@@ -216,6 +217,10 @@ def test_deep_nesting_is_refused_before_it_could_exhaust_the_stack():
         ("SELECT * FROM t WHERE a = 'open", "Statement wasn't well formed, can't be processed: Unexpected token: '"),
         ("SELECT * FROM t; SELECT * FROM t", "Only one operation is allowed in a statement."),
         ("SELECT * FROM t AS x", "Aliasing is not supported"),
+        ("SELECT * FROM t x WHERE a = 1", "Aliasing is not supported"),
+        ("SELECT * FROM t JOIN u", "Statement wasn't well formed, can't be processed: Unexpected keyword: JOIN"),
+        ("SELECT * FROM t LIMIT 5", "Statement wasn't well formed, can't be processed: Unexpected keyword: LIMIT"),
+        ("INSERT INTO t VALUE {'a': 1} ON CONFLICT DO UPDATE", 'Invalid conflict action. Only "DO NOTHING" action is supported.'),
         ("SELECT * FROM t, u", "Only select from a single table or index is supported."),
         ("SELECT * FROM a.b.c", "A path may contain at most 2 components in the FROM clause"),
         ("SELECT * FROM t ORDER BY a", "Must have WHERE clause in the statement when using ORDER BY clause."),

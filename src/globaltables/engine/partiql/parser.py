@@ -6,7 +6,7 @@ Grammar (AWS Developer Guide, "PartiQL select / insert / update / delete stateme
     statement  := select | insert | update | delete | EXISTS '(' select ')' | NOT EXISTS '(' select ')'   [';']
     select     := SELECT ('*' | path (',' path)*) FROM name ['.' name] [WHERE cond]
                   [ORDER BY name [ASC|DESC] (',' name [ASC|DESC])*]
-    insert     := INSERT INTO name VALUE tuple
+    insert     := INSERT INTO name VALUE tuple [ON CONFLICT DO NOTHING]
     update     := UPDATE name (SET assign (',' assign)* | REMOVE path (',' path)*)+ WHERE cond
                   [RETURNING (ALL|MODIFIED) (OLD|NEW) '*']
     delete     := DELETE FROM name WHERE cond [RETURNING ALL OLD '*']
@@ -134,7 +134,7 @@ def _bind(node: Any, parameters: list) -> Any:
             raise ValidationException(f"The second argument to {name} must be a value with type SET")
         return UpdateAction(node.kind, node.path, value)
     if kind is Insert:
-        return Insert(node.table, normalize_item(_resolve({"M": node.item}, parameters)["M"]))
+        return Insert(node.table, normalize_item(_resolve({"M": node.item}, parameters)["M"]), node.if_absent)
     names = _FIELDS.get(kind)
     if names is None:
         names = _FIELDS[kind] = tuple(field.name for field in fields(node))
@@ -280,7 +280,9 @@ class _Parser:
                 raise ValidationException("A path may contain at most 2 components in the FROM clause")
         if self.at_punct(","):
             raise ValidationException("Only select from a single table or index is supported.")
-        if self.token.kind in (IDENT, QUOTED) and not self.at_keyword("WHERE", "ORDER"):
+        token = self.token
+        alias = token.kind == IDENT and token.text.upper() not in _KEYWORDS
+        if alias or token.kind == QUOTED or token.is_keyword("AS"):
             raise ValidationException("Aliasing is not supported")
         where = self.condition() if self.keyword("WHERE") else None
         order: list[tuple[str, bool]] = []
@@ -328,8 +330,11 @@ class _Parser:
         item = self.value()
         if self.at_keyword("RETURNING"):
             raise ValidationException("RETURNING is not supported in INSERT")
-        if self.at_keyword("ON"):
-            raise ValidationException('Invalid conflict action. Only "DO NOTHING" action is supported.')
+        if self.keyword("ON"):
+            # ON CONFLICT DO NOTHING: an existing key leaves the item as it is and answers success.
+            if not (self.keyword("CONFLICT") and self.keyword("DO") and self.keyword("NOTHING")):
+                raise ValidationException('Invalid conflict action. Only "DO NOTHING" action is supported.')
+            return Insert(table, item["M"], if_absent=True)
         return Insert(table, item["M"])  # normalised by _bind
 
     def update_rest(self) -> Update:
@@ -655,5 +660,8 @@ _KEYWORDS = frozenset(
         "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "IS", "BETWEEN", "INSERT", "INTO", "VALUE", "VALUES",
         "UPDATE", "SET", "REMOVE", "DELETE", "RETURNING", "ORDER", "BY", "ASC", "DESC", "MISSING", "NULL", "TRUE",
         "FALSE", "EXISTS", "AS", "AT", "ON",
+        # SQL that PartiQL for DynamoDB does not have: refused where it stands, not read as a name or an alias.
+        "JOIN", "INNER", "LEFT", "RIGHT", "OUTER", "CROSS", "LIMIT", "OFFSET", "GROUP", "HAVING", "UNION", "LIKE",
+        "DISTINCT",
     }
 )  # fmt: skip

@@ -104,6 +104,7 @@ TRANSACTION_INDEX = "Reads on indices are not supported within transactions."
 MIXED_BATCH = "The entire batch must consist of either read statements or write statements"
 MIXED_TRANSACTION = "The entire transaction must consist of either read statements or write statements"
 RETURNING_IN_TRANSACTION = "Unsupported clause: RETURNING"
+CONFLICT_IN_TRANSACTION = "Unsupported clause: ON CONFLICT"  # a transaction's INSERT cannot be a no-op
 INVALID_NEXT_TOKEN = "Invalid NextToken"
 NEXT_TOKEN_MISMATCH = "NextToken does not match request"
 # BatchStatementError's codes (API Reference), by the error each stands for.
@@ -168,9 +169,11 @@ def execute_statement(engine: Any, request: dict) -> Steps:
     try:
         response = yield (write.operation, body)
     except ConditionalCheckFailedException:
-        if isinstance(statement, Insert):
+        if not isinstance(statement, Insert):
+            raise
+        if not statement.if_absent:
             raise DuplicateItemException() from None
-        raise
+        return {"Items": []}  # ON CONFLICT DO NOTHING
     out: dict[str, Any] = {"Items": [response["Attributes"]] if response.get("Attributes") else []}
     if "ConsumedCapacity" in response:
         out["ConsumedCapacity"] = response["ConsumedCapacity"]
@@ -330,9 +333,11 @@ def batch_execute_statement(engine: Any, request: dict) -> Steps:
                 try:
                     response = yield (write.operation, body)
                 except ConditionalCheckFailedException:
-                    if isinstance(statement, Insert):
+                    if not isinstance(statement, Insert):
+                        raise
+                    if not statement.if_absent:
                         raise DuplicateItemException() from None
-                    raise
+                    response = {}  # ON CONFLICT DO NOTHING
                 out = {"TableName": table}
                 if response.get("Attributes"):
                     out["Item"] = response["Attributes"]
@@ -373,6 +378,8 @@ def execute_transaction(engine: Any, request: dict) -> Steps:
     for entry, statement in zip(entries, statements, strict=True):
         if getattr(statement, "returning", None) is not None:
             raise ValidationException(RETURNING_IN_TRANSACTION)
+        if isinstance(statement, Insert) and statement.if_absent:
+            raise ValidationException(CONFLICT_IN_TRANSACTION)
         write = plan_write(engine, statement)
         body = _with_options(write.request, None, entry.get("ReturnValuesOnConditionCheckFailure"), statement)
         actions.append({TRANSACTION_ACTIONS[write.operation]: body})
