@@ -32,6 +32,9 @@ FUNCTIONS = {
     "BatchGetItem": "batch-get",
 }
 
+# PartiQL operations -> the member holding their statements (None: the request's own `Statement`).
+PARTIQL = {"ExecuteStatement": None, "BatchExecuteStatement": "Statements", "ExecuteTransaction": "TransactStatements"}
+
 KeyOf = Callable[[str, dict], "dict | None"]  # (table, item) -> the item's key attributes, or None if unknown
 
 
@@ -77,6 +80,10 @@ def describe_request(operation: str, params: dict, key_of: KeyOf) -> tuple[str, 
     if operation in ("DeleteItem", "GetItem"):
         value = {"condition": params["ConditionExpression"]} if params.get("ConditionExpression") else None
         return f, table, params.get("Key"), value
+    if operation in PARTIQL:  # the statements as sent: a report on the run shows what each PartiQL call did
+        entries = params.get(PARTIQL[operation])
+        statements = [params.get("Statement")] if entries is None else [e.get("Statement") for e in entries]
+        return f, None, None, {"statements": statements}
     keys = _multi_keys(operation, params, key_of)
     return f, table, None, {"keys": keys} if keys else None
 
