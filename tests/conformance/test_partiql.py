@@ -9,6 +9,10 @@ checked for having changed nothing.
 from __future__ import annotations
 
 import base64
+import json
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -660,3 +664,43 @@ def test_transaction_limits_and_mixing_are_refused(dynamodb, flat):
     error = refusal(dynamodb.execute_transaction, TransactStatements=[insert, read])
     assert error["Error"]["Code"] == "ValidationException"
     assert get(dynamodb, flat, "tx-mixed") is None
+
+
+# ------------------------------------------------------------------------------------------------------- aws CLI
+
+
+def aws_cli(endpoint, tmp_path, *args):
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),  # the machine's own aws configuration stays out
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+        "AWS_MAX_ATTEMPTS": "1",
+    }
+    env.pop("AWS_PROFILE", None)
+    command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
+    result = subprocess.run(
+        command, check=False, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
+    return json.loads(result.stdout) if result.stdout.strip() else {}
+
+
+def test_the_aws_cli_runs_the_developer_guides_partiql_examples(region_endpoint, dynamodb, flat, tmp_path):
+    # Why: the Developer Guide shows PartiQL through `aws dynamodb execute-statement` and `batch-execute-statement
+    # --statements file://partiql.json`; both must work with nothing but an endpoint URL.
+    pk = fresh()
+    aws_cli(region_endpoint, tmp_path, "execute-statement", "--statement",
+            f"INSERT INTO \"{flat}\" VALUE {{'pk': '{pk}', 'Awards': 1}}")  # fmt: skip
+    statements = tmp_path / "partiql.json"
+    statements.write_text(json.dumps([
+        {"Statement": f"UPDATE \"{flat}\" SET AwardDetail={{'Grammys':[2020, 2018]}} WHERE pk=?",
+         "Parameters": [{"S": pk}]},
+    ]))  # fmt: skip
+    batch = aws_cli(region_endpoint, tmp_path, "batch-execute-statement", "--statements", f"file://{statements}")
+    assert batch["Responses"] == [{"TableName": flat}]
+    selected = aws_cli(region_endpoint, tmp_path, "execute-statement", "--statement",
+                       f"SELECT AwardDetail.Grammys[0] FROM \"{flat}\" WHERE pk = '{pk}'")  # fmt: skip
+    assert selected["Items"] == [{"Grammys[0]": {"N": "2020"}}]
