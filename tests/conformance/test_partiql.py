@@ -539,8 +539,12 @@ def test_batch_reads_name_whole_keys(dynamodb, music):
             {"Statement": f"SELECT v FROM {table} WHERE pk = '{pk}' AND sk = 1", "ConsistentRead": True},
             {"Statement": f"SELECT * FROM {table} WHERE pk = '{pk}' AND sk = 9"},
             {"Statement": f"SELECT * FROM {table} WHERE pk = '{pk}'"},
-        ]
+            {"Statement": f"SELECT sk FROM {table} WHERE pk = ? AND sk = 1 AND v = 'x'", "Parameters": [{"S": pk}]},
+        ],
+        ReturnConsumedCapacity="TOTAL",
     )
+    # One BatchGetItem of the two distinct keys, consistently (one statement asked): a unit each.
+    assert response["ConsumedCapacity"] == [{"TableName": music, "CapacityUnits": 2.0}]
     assert response["Responses"] == [
         {"TableName": music, "Item": {"v": {"S": "x"}}},
         {"TableName": music},
@@ -552,6 +556,7 @@ def test_batch_reads_name_whole_keys(dynamodb, music):
                 "where clause.",
             },
         },
+        {"TableName": music, "Item": {"sk": {"N": "1"}}},
     ]
 
 
