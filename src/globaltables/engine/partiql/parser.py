@@ -306,9 +306,20 @@ class _Parser:
             raise ValidationException("Aliasing is not supported")
         return path
 
+    def dml_table(self) -> str:
+        """The one table a data manipulation statement names (never an index, never several)."""
+        table = self.name()
+        if self.at_punct("."):
+            raise ValidationException("This operation is not supported on an index")
+        if self.at_punct(","):
+            raise ValidationException(
+                "FROM clause may only contain a single table name in data manipulation statements"
+            )
+        return table
+
     def insert_rest(self) -> Insert:
         self.expect_keyword("INTO")
-        table = self.name()
+        table = self.dml_table()
         if self.at_keyword("AS", "AT"):
             raise ValidationException("AT is not supported in insert statements.")
         if self.at_keyword("VALUES") or self.at_punct("<<", "("):
@@ -338,7 +349,7 @@ class _Parser:
         return Insert(table, item["M"])  # normalised by _bind
 
     def update_rest(self) -> Update:
-        table = self.name()
+        table = self.dml_table()
         actions: list[UpdateAction] = []
         while True:
             if self.keyword("SET"):
@@ -364,7 +375,7 @@ class _Parser:
 
     def delete_rest(self) -> Delete:
         self.expect_keyword("FROM")
-        table = self.name()
+        table = self.dml_table()
         if not self.keyword("WHERE"):
             if self.token.kind == EOF:
                 raise ValidationException("Where clause does not contain a mandatory equality on all key attributes")
