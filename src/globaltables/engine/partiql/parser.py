@@ -215,12 +215,14 @@ class _Parser:
             raise self.unexpected()
 
     def unexpected(self) -> ValidationException:
+        """A syntax error at the current token, in DynamoDB's bare words (it names no token: "Statement wasn't well
+        formed, can't be processed: Unexpected keyword")."""
         token = self.token
         if token.kind == EOF:
             return malformed("Unexpected end of statement")
         if token.kind == IDENT and token.text.upper() in _KEYWORDS:
-            return malformed(f"Unexpected keyword: {token.text}")
-        return malformed(f"Unexpected token: {token.text}")
+            return malformed("Unexpected keyword")
+        return malformed("Unexpected token")
 
     # ------------------------------------------------------------------------------------------- statements
 
@@ -244,7 +246,9 @@ class _Parser:
         if self.token.kind != EOF:
             if self.at_keyword("SELECT", "INSERT", "UPDATE", "DELETE"):
                 raise ValidationException("Only one operation is allowed in a statement.")
-            raise self.unexpected()
+            if self.token.kind == IDENT and self.token.text.upper() in _KEYWORDS:
+                raise malformed("Unexpected keyword")
+            raise malformed("Unexpected token after expression")
         return statement
 
     def subquery(self) -> Select:
@@ -390,7 +394,7 @@ class _Parser:
         second = self.advance()
         mode = RETURNING.get((first.text.upper(), second.text.upper())) if first.kind == second.kind == IDENT else None
         if mode is None:
-            raise malformed(f"Unexpected token: {first.text}")
+            raise malformed("Unexpected token")
         if not self.punct("*"):
             if self.at_punct(","):
                 raise ValidationException("Invalid syntax with multiple returning elements in RETURNING clause")
@@ -586,7 +590,7 @@ class _Parser:
                 elif token.kind == PARAM:
                     raise ValidationException("Unexpected path component")
                 else:
-                    raise malformed(f"Unexpected token: {token.text}")
+                    raise malformed("Unexpected token")
                 self.expect_punct("]")
             else:
                 return Path(tuple(elements))
