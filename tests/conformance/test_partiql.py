@@ -267,6 +267,19 @@ def test_limit_and_next_token_page_through_every_item(dynamodb, music):
     assert [len(page) for page in pages][:2] == [3, 3]
 
 
+def test_a_page_stops_at_one_megabyte_read_and_next_token_resumes(dynamodb, music):
+    # Why: "if the total number of processed items exceeds the maximum dataset size limit of 1 MB, the read stops".
+    pk = fresh()
+    blob = "x" * 390_000
+    put_rows(dynamodb, music, pk, 4, blob={"S": blob})
+    statement = f"SELECT sk FROM \"{music}\" WHERE pk = '{pk}'"
+    first = run(dynamodb, statement)
+    assert [item["sk"]["N"] for item in first["Items"]] == ["0", "1", "2"]  # the third item crosses 1 MB
+    assert first["LastEvaluatedKey"] == {"pk": {"S": pk}, "sk": {"N": "2"}}
+    rest = run(dynamodb, statement, NextToken=first["NextToken"])
+    assert [item["sk"]["N"] for item in rest["Items"]] == ["3"] and "NextToken" not in rest
+
+
 def test_next_token_pages_across_the_partitions_of_an_in_list(dynamodb, music):
     # Why: an IN list reads several item collections; Limit and NextToken run across them in order.
     first, second = fresh(), fresh()
