@@ -9,6 +9,10 @@ checked for having changed nothing.
 from __future__ import annotations
 
 import base64
+import json
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -124,6 +128,15 @@ def test_insert_of_an_existing_key_is_duplicate_item_and_changes_nothing(dynamod
     error = refusal(run, client=dynamodb, statement=f"INSERT INTO \"{music}\" VALUE {{'pk': '{pk}', 'sk': 1, 'v': 'x'}}")
     assert error["Error"] == {"Code": "DuplicateItemException", "Message": "Duplicate primary key exists in table"}
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert get(dynamodb, music, pk, 1)["v"] == {"S": "first"}
+
+
+def test_insert_on_conflict_do_nothing_leaves_the_existing_item(dynamodb, music):
+    # Why: with ON CONFLICT DO NOTHING an existing key is success and the stored item stays as it was.
+    pk = fresh()
+    statement = f"INSERT INTO \"{music}\" VALUE {{'pk': '{pk}', 'sk': 1, 'v': ?}} ON CONFLICT DO NOTHING"
+    assert run(dynamodb, statement, Parameters=[{"S": "first"}])["Items"] == []
+    assert run(dynamodb, statement, Parameters=[{"S": "second"}])["Items"] == []
     assert get(dynamodb, music, pk, 1)["v"] == {"S": "first"}
 
 
@@ -251,6 +264,19 @@ def test_limit_and_next_token_page_through_every_item(dynamodb, music):
             break
     assert [sk for page in pages for sk in page] == list(range(7))
     assert [len(page) for page in pages][:2] == [3, 3]
+
+
+def test_a_page_stops_at_one_megabyte_read_and_next_token_resumes(dynamodb, music):
+    # Why: "if the total number of processed items exceeds the maximum dataset size limit of 1 MB, the read stops".
+    pk = fresh()
+    blob = "x" * 390_000
+    put_rows(dynamodb, music, pk, 4, blob={"S": blob})
+    statement = f"SELECT sk FROM \"{music}\" WHERE pk = '{pk}'"
+    first = run(dynamodb, statement)
+    assert [item["sk"]["N"] for item in first["Items"]] == ["0", "1", "2"]  # the third item crosses 1 MB
+    assert first["LastEvaluatedKey"] == {"pk": {"S": pk}, "sk": {"N": "2"}}
+    rest = run(dynamodb, statement, NextToken=first["NextToken"])
+    assert [item["sk"]["N"] for item in rest["Items"]] == ["3"] and "NextToken" not in rest
 
 
 def test_next_token_pages_across_the_partitions_of_an_in_list(dynamodb, music):
@@ -525,8 +551,12 @@ def test_batch_reads_name_whole_keys(dynamodb, music):
             {"Statement": f"SELECT v FROM {table} WHERE pk = '{pk}' AND sk = 1", "ConsistentRead": True},
             {"Statement": f"SELECT * FROM {table} WHERE pk = '{pk}' AND sk = 9"},
             {"Statement": f"SELECT * FROM {table} WHERE pk = '{pk}'"},
-        ]
+            {"Statement": f"SELECT sk FROM {table} WHERE pk = ? AND sk = 1 AND v = 'x'", "Parameters": [{"S": pk}]},
+        ],
+        ReturnConsumedCapacity="TOTAL",
     )
+    # One BatchGetItem of the two distinct keys, consistently (one statement asked): a unit each.
+    assert response["ConsumedCapacity"] == [{"TableName": music, "CapacityUnits": 2.0}]
     assert response["Responses"] == [
         {"TableName": music, "Item": {"v": {"S": "x"}}},
         {"TableName": music},
@@ -538,6 +568,7 @@ def test_batch_reads_name_whole_keys(dynamodb, music):
                 "where clause.",
             },
         },
+        {"TableName": music, "Item": {"sk": {"N": "1"}}},
     ]
 
 
@@ -650,3 +681,43 @@ def test_transaction_limits_and_mixing_are_refused(dynamodb, flat):
     error = refusal(dynamodb.execute_transaction, TransactStatements=[insert, read])
     assert error["Error"]["Code"] == "ValidationException"
     assert get(dynamodb, flat, "tx-mixed") is None
+
+
+# ------------------------------------------------------------------------------------------------------- aws CLI
+
+
+def aws_cli(endpoint, tmp_path, *args):
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),  # the machine's own aws configuration stays out
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+        "AWS_MAX_ATTEMPTS": "1",
+    }
+    env.pop("AWS_PROFILE", None)
+    command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
+    result = subprocess.run(
+        command, check=False, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
+    return json.loads(result.stdout) if result.stdout.strip() else {}
+
+
+def test_the_aws_cli_runs_the_developer_guides_partiql_examples(region_endpoint, dynamodb, flat, tmp_path):
+    # Why: the Developer Guide shows PartiQL through `aws dynamodb execute-statement` and `batch-execute-statement
+    # --statements file://partiql.json`; both must work with nothing but an endpoint URL.
+    pk = fresh()
+    aws_cli(region_endpoint, tmp_path, "execute-statement", "--statement",
+            f"INSERT INTO \"{flat}\" VALUE {{'pk': '{pk}', 'Awards': 1}}")  # fmt: skip
+    statements = tmp_path / "partiql.json"
+    statements.write_text(json.dumps([
+        {"Statement": f"UPDATE \"{flat}\" SET AwardDetail={{'Grammys':[2020, 2018]}} WHERE pk=?",
+         "Parameters": [{"S": pk}]},
+    ]))  # fmt: skip
+    batch = aws_cli(region_endpoint, tmp_path, "batch-execute-statement", "--statements", f"file://{statements}")
+    assert batch["Responses"] == [{"TableName": flat}]
+    selected = aws_cli(region_endpoint, tmp_path, "execute-statement", "--statement",
+                       f"SELECT AwardDetail.Grammys[0] FROM \"{flat}\" WHERE pk = '{pk}'")  # fmt: skip
+    assert selected["Items"] == [{"Grammys[0]": {"N": "2020"}}]

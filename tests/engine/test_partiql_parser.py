@@ -184,6 +184,7 @@ def test_delete_insert_and_exists():
         "t", Comparison("=", Path(("pk",)), S("k")), "ALL_OLD"
     ))
     assert _plain(parse_statement("INSERT INTO t VALUE {'pk': 'k'};")) == _plain(Insert("t", {"pk": {"S": "k"}}))
+    assert parse_statement("INSERT INTO t VALUE {'pk': 'k'} ON CONFLICT DO NOTHING").if_absent
     exists = parse_statement("NOT EXISTS(SELECT * FROM t WHERE pk = 'k' AND a = 1)")
     assert isinstance(exists, Exists) and exists.negated and exists.select.table == "t"
 
@@ -211,11 +212,15 @@ def test_deep_nesting_is_refused_before_it_could_exhaust_the_stack():
         ("", "Statement wasn't well formed, can't be processed: Expected data manipulation"),
         ("CREATE TABLE t", "Statement wasn't well formed, can't be processed: Expected data manipulation"),
         ("SELECT * FROM t WHERE a =", "Statement wasn't well formed, can't be processed: Unexpected end of statement"),
-        ("SELECT * FROM t WHERE a = 1 b", "Statement wasn't well formed, can't be processed: Unexpected token: b"),
-        ("SELECT * FROM t WHERE a = 1 FROM", "Statement wasn't well formed, can't be processed: Unexpected keyword: FROM"),
-        ("SELECT * FROM t WHERE a = 'open", "Statement wasn't well formed, can't be processed: Unexpected token: '"),
+        ("SELECT * FROM t WHERE a = 1 b", "Statement wasn't well formed, can't be processed: Unexpected token after expression"),
+        ("SELECT * FROM t WHERE a = 1 FROM", "Statement wasn't well formed, can't be processed: Unexpected keyword"),
+        ("SELECT * FROM t WHERE a = 'open", "Statement wasn't well formed, can't be processed: Unexpected token"),
         ("SELECT * FROM t; SELECT * FROM t", "Only one operation is allowed in a statement."),
         ("SELECT * FROM t AS x", "Aliasing is not supported"),
+        ("SELECT * FROM t x WHERE a = 1", "Aliasing is not supported"),
+        ("SELECT * FROM t JOIN u", "Statement wasn't well formed, can't be processed: Unexpected keyword"),
+        ("SELECT * FROM t LIMIT 5", "Statement wasn't well formed, can't be processed: Unexpected keyword"),
+        ("INSERT INTO t VALUE {'a': 1} ON CONFLICT DO UPDATE", 'Invalid conflict action. Only "DO NOTHING" action is supported.'),
         ("SELECT * FROM t, u", "Only select from a single table or index is supported."),
         ("SELECT * FROM a.b.c", "A path may contain at most 2 components in the FROM clause"),
         ("SELECT * FROM t ORDER BY a", "Must have WHERE clause in the statement when using ORDER BY clause."),
@@ -232,9 +237,12 @@ def test_deep_nesting_is_refused_before_it_could_exhaust_the_stack():
         ("UPDATE t SET a = set_add(a, 1) WHERE pk = 1", "The second argument to SET_ADD must be a value with type SET"),
         ("UPDATE t SET a = set_delete(a) WHERE pk = 1", "SET_DELETE must have exactly two arguments"),
         ("UPDATE t SET a = 1 WHERE pk = 1 RETURNING ALL NEW", "Expected '*' after ( MODIFIED | ALL ) ( NEW | OLD ) in RETURNING clause"),
-        ("UPDATE t SET a = 1 WHERE pk = 1 RETURNING ALL NEW *, x", "Statement wasn't well formed, can't be processed: Unexpected token: ,"),
+        ("UPDATE t SET a = 1 WHERE pk = 1 RETURNING ALL NEW *, x", "Statement wasn't well formed, can't be processed: Unexpected token after expression"),
         ("UPDATE t SET a = 1 WHERE pk = 1 AND b IS MISSING", None),
         ("DELETE FROM t", "Where clause does not contain a mandatory equality on all key attributes"),
+        ('DELETE FROM t."i" WHERE pk = 1', "This operation is not supported on an index"),
+        ("DELETE FROM t, u WHERE pk = 1", "FROM clause may only contain a single table name in data manipulation statements"),
+        ('UPDATE t."i" SET a = 1 WHERE pk = 1', "This operation is not supported on an index"),
         ("DELETE FROM t WHERE pk = 1 RETURNING MODIFIED OLD *", "Invalid returning clause: RETURNING MODIFIED OLD *. Only RETURNING ALL OLD * is allowed in DELETE statements."),
         ("SELECT * FROM t WHERE EXISTS(SELECT * FROM t)", "EXISTS can only be used in ExecuteTransaction write requests."),
         ("SELECT * FROM t WHERE a = 1e999", "Number overflow. Attempting to store a number with magnitude larger than supported range"),

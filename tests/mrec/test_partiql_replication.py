@@ -6,9 +6,11 @@ The topology's `Items` table has the hash key `id`; each test writes its own key
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
+from botocore.exceptions import ClientError
 
 from mrec_cluster import Cluster, wait_until
 
@@ -62,3 +64,38 @@ def test_a_partiql_transaction_replicates_every_write(cluster: Cluster):
     )
     for n in names:
         everywhere(cluster, n, [{"id": {"S": n}}])
+
+
+def test_partiql_inserts_raced_in_two_regions_converge_on_one_item(cluster: Cluster):
+    # Why: an INSERT's "key must not exist" is checked in the region that runs it (MREC is eventually consistent), so
+    # both may succeed; last writer wins then leaves one and the same item in every region.
+    name = fresh("pqlrace")
+    first, second = cluster.regions[0], cluster.regions[1]
+    barrier = threading.Barrier(2)
+    codes: dict[str, str | None] = {}
+
+    def insert(region: str) -> None:
+        barrier.wait(timeout=10)
+        try:
+            cluster.clients[region].execute_statement(
+                Statement=f"INSERT INTO \"{TABLE}\" VALUE {{'id': '{name}', 'by': '{region}'}}"
+            )
+            codes[region] = None
+        except ClientError as error:
+            codes[region] = error.response["Error"]["Code"]
+
+    threads = [threading.Thread(target=insert, args=(region,)) for region in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert set(codes.values()) <= {None, "DuplicateItemException"} and None in codes.values(), codes
+
+    def same_everywhere():
+        seen = [select(cluster, region, name) for region in cluster.regions]
+        return seen[0] if seen[0] and all(s == seen[0] for s in seen) else None
+
+    (item,) = wait_until(same_everywhere, CONVERGE_TIMEOUT_S, f"{name} converged")
+    assert item["by"]["S"] in (first, second)
+    if codes[first] is not None or codes[second] is not None:  # one lost locally: the winner is the one that wrote
+        assert item["by"]["S"] == (first if codes[first] is None else second)

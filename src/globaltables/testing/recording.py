@@ -42,6 +42,8 @@ FUNCTIONS = {
 
 READS = frozenset({"GetItem", "Query", "Scan"})
 POST_IMAGE = "globaltables_post_image"  # context flag: the recorder asked for ALL_NEW, the test did not
+# PartiQL operations -> the member holding their statements (None: the request's own `Statement`).
+PARTIQL = {"ExecuteStatement": None, "BatchExecuteStatement": "Statements", "ExecuteTransaction": "TransactStatements"}
 
 KeyOf = Callable[[str, dict], "dict | None"]  # (table, item) -> the item's key attributes, or None if unknown
 
@@ -95,6 +97,10 @@ def describe_request(operation: str, params: dict, key_of: KeyOf) -> tuple[str, 
     if operation in ("DeleteItem", "GetItem"):
         value = {"condition": params["ConditionExpression"]} if params.get("ConditionExpression") else None
         return f, table, params.get("Key"), value
+    if operation in PARTIQL:  # the statements as sent: a report on the run shows what each PartiQL call did
+        entries = params.get(PARTIQL[operation])
+        statements = [params.get("Statement")] if entries is None else [e.get("Statement") for e in entries]
+        return f, None, None, {"statements": statements}
     keys = _multi_keys(operation, params, key_of)
     return f, table, None, {"keys": keys} if keys else None
 

@@ -5,7 +5,7 @@ Four stages, in the style of the expression grammar (engine/expressions/README.m
 | stage | module | input -> output |
 | --- | --- | --- |
 | 1. tokens | `lexer.py` | statement text -> tokens |
-| 2. syntax | `parser.py` | tokens -> a cached template; + Parameters -> a `Statement` (statements.py) of expression nodes |
+| 2. syntax | `parser.py` | tokens -> a cached template; with Parameters, a `Statement` (statements.py) |
 | 3. plan | `plan.py` (+ `render.py`) | statement + table schema -> item-API requests (Query, PutItem, ...) |
 | 4. run | `run.py` | requests -> item operations, driven one at a time -> the PartiQL response |
 

@@ -247,7 +247,8 @@ def _check_order(select: Select, key: KeySchema, partitions: list[dict] | None) 
 
 
 def plan_key_read(engine: Any, select: Select, refusal: str, index_refusal: str) -> tuple[dict, Any]:
-    """A SELECT of a batch or transaction: (GetItem-style request without operation fields, post-filter)."""
+    """A SELECT of a batch or transaction: ({TableName, Key, projection}, post-filter) for BatchGetItem or
+    TransactGetItems."""
     table = engine.table(select.table)
     if select.index is not None:
         raise ValidationException(index_refusal)

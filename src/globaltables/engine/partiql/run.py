@@ -104,6 +104,7 @@ TRANSACTION_INDEX = "Reads on indices are not supported within transactions."
 MIXED_BATCH = "The entire batch must consist of either read statements or write statements"
 MIXED_TRANSACTION = "The entire transaction must consist of either read statements or write statements"
 RETURNING_IN_TRANSACTION = "Unsupported clause: RETURNING"
+CONFLICT_IN_TRANSACTION = "Unsupported clause: ON CONFLICT"  # a transaction's INSERT cannot be a no-op
 INVALID_NEXT_TOKEN = "Invalid NextToken"
 NEXT_TOKEN_MISMATCH = "NextToken does not match request"
 # BatchStatementError's codes (API Reference), by the error each stands for.
@@ -168,9 +169,11 @@ def execute_statement(engine: Any, request: dict) -> Steps:
     try:
         response = yield (write.operation, body)
     except ConditionalCheckFailedException:
-        if isinstance(statement, Insert):
+        if not isinstance(statement, Insert):
+            raise
+        if not statement.if_absent:
             raise DuplicateItemException() from None
-        raise
+        return {"Items": []}  # ON CONFLICT DO NOTHING
     out: dict[str, Any] = {"Items": [response["Attributes"]] if response.get("Attributes") else []}
     if "ConsumedCapacity" in response:
         out["ConsumedCapacity"] = response["ConsumedCapacity"]
@@ -302,6 +305,8 @@ def batch_execute_statement(engine: Any, request: dict) -> Steps:
     if len(kinds) > 1:
         raise ValidationException(MIXED_BATCH)
     mode = request.get("ReturnConsumedCapacity")
+    if kinds == {True}:
+        return (yield from _batch_reads(engine, entries, parsed, mode))
     responses: list[dict] = []
     consumed: list[dict | None] = []
     for entry, statement in zip(entries, parsed, strict=True):
@@ -312,47 +317,95 @@ def batch_execute_statement(engine: Any, request: dict) -> Steps:
             if isinstance(statement, Exists):
                 raise ValidationException(EXISTS_OUTSIDE_TRANSACTION)
             table = table_of(statement)
-            if isinstance(statement, Select):
-                body, post = plan_key_read(engine, statement, BATCH_KEY, BATCH_KEY)
-                check_labels(statement.projection)
-                if entry.get("ConsistentRead"):
-                    body["ConsistentRead"] = True
-                if mode is not None:
-                    body["ReturnConsumedCapacity"] = mode
-                response = yield ("GetItem", body)
-                item = response.get("Item")
-                out: dict[str, Any] = {"TableName": table}
-                if item is not None and (post is None or evaluate_condition(post, item)):
-                    out["Item"] = shape(item, statement.projection)
-            else:
-                write = plan_write(engine, statement)
-                body = _with_options(write.request, mode, entry.get("ReturnValuesOnConditionCheckFailure"), statement)
-                try:
-                    response = yield (write.operation, body)
-                except ConditionalCheckFailedException:
-                    if isinstance(statement, Insert):
-                        raise DuplicateItemException() from None
+            write = plan_write(engine, statement)
+            body = _with_options(write.request, mode, entry.get("ReturnValuesOnConditionCheckFailure"), statement)
+            try:
+                response = yield (write.operation, body)
+            except ConditionalCheckFailedException:
+                if not isinstance(statement, Insert):
                     raise
-                out = {"TableName": table}
-                if response.get("Attributes"):
-                    out["Item"] = response["Attributes"]
+                if not statement.if_absent:
+                    raise DuplicateItemException() from None
+                response = {}  # ON CONFLICT DO NOTHING
+            out = {"TableName": table}
+            if response.get("Attributes"):
+                out["Item"] = response["Attributes"]
             consumed.append(response.get("ConsumedCapacity"))
         except DynamoError as error:
-            code = BATCH_ERROR_CODES.get(error.type_name)
-            if code is None:
-                raise  # ReplicatedWriteConflictException and the like: the whole batch fails
-            failure: dict[str, Any] = {"Code": code, "Message": error.message}
-            if error.extra.get("Item") is not None:
-                failure["Item"] = error.extra["Item"]
-            out = {"Error": failure}
-            if table is not None and code != "ResourceNotFound":
-                out["TableName"] = table
+            out = _batch_error(error, table)
         responses.append(out)
+    return _batch_result(responses, consumed, mode)
+
+
+def _batch_error(error: DynamoError, table: str | None) -> dict:
+    """A statement's `Error` response; an error BatchStatementError cannot name fails the whole batch."""
+    code = BATCH_ERROR_CODES.get(error.type_name)
+    if code is None:
+        raise error  # ReplicatedWriteConflictException and the like
+    failure: dict[str, Any] = {"Code": code, "Message": error.message}
+    if error.extra.get("Item") is not None:
+        failure["Item"] = error.extra["Item"]
+    out: dict[str, Any] = {"Error": failure}
+    if table is not None and code != "ResourceNotFound":
+        out["TableName"] = table
+    return out
+
+
+def _batch_result(responses: list[dict], consumed: list[dict | None], mode: str | None) -> dict:
     result: dict[str, Any] = {"Responses": responses}
-    totals = capacity.add_up(consumed)
     if capacity.wanted(mode):
-        result["ConsumedCapacity"] = totals
+        result["ConsumedCapacity"] = capacity.add_up(consumed)
     return result
+
+
+def _batch_reads(engine: Any, entries: list[dict], parsed: list, mode: str | None) -> Steps:
+    """A batch of SELECTs as one BatchGetItem ("BatchExecuteStatement makes use of BatchGetItem"): every statement
+    planned and its key checked on its own (its own Error), the keys read together (in a strong-mode region, synced
+    in parallel), each answer shaped by its statement. Items are read whole and projected per statement; a table
+    read consistently by one statement is read consistently for all of its statements."""
+    planned: list[tuple[str, dict, Any, Select] | dict] = []
+    wanted: dict[str, dict] = {}
+    for entry, statement in zip(entries, parsed, strict=True):
+        table = None
+        try:
+            if isinstance(statement, DynamoError):
+                raise statement
+            table = statement.table
+            body, post = plan_key_read(engine, statement, BATCH_KEY, BATCH_KEY)
+            check_labels(statement.projection)
+            engine.table(table).key.key_from_request(body["Key"])  # a key of the wrong type: this statement's error
+        except DynamoError as error:
+            planned.append(_batch_error(error, table))
+            continue
+        planned.append((table, body["Key"], post, statement))
+        spec = wanted.setdefault(table, {"Keys": []})
+        if body["Key"] not in spec["Keys"]:
+            spec["Keys"].append(body["Key"])
+        if entry.get("ConsistentRead"):
+            spec["ConsistentRead"] = True
+    found: dict[str, list[dict]] = {}
+    consumed: list[dict | None] = []
+    while wanted:
+        batch: dict[str, Any] = {"RequestItems": wanted}
+        if mode is not None:
+            batch["ReturnConsumedCapacity"] = mode
+        response = yield ("BatchGetItem", batch)
+        for name, items in response.get("Responses", {}).items():
+            found.setdefault(name, []).extend(items)
+        consumed.extend(response.get("ConsumedCapacity", ()))
+        wanted = response.get("UnprocessedKeys") or {}
+    responses = []
+    for plan in planned:
+        if isinstance(plan, dict):
+            responses.append(plan)
+            continue
+        table, key, post, statement = plan
+        out: dict[str, Any] = {"TableName": table}
+        item = next((i for i in found.get(table, ()) if all(i.get(n) == v for n, v in key.items())), None)
+        if item is not None and (post is None or evaluate_condition(post, item)):
+            out["Item"] = shape(item, statement.projection)
+        responses.append(out)
+    return _batch_result(responses, consumed, mode)
 
 
 # ---------------------------------------------------------------------------------------------- ExecuteTransaction
@@ -373,6 +426,8 @@ def execute_transaction(engine: Any, request: dict) -> Steps:
     for entry, statement in zip(entries, statements, strict=True):
         if getattr(statement, "returning", None) is not None:
             raise ValidationException(RETURNING_IN_TRANSACTION)
+        if isinstance(statement, Insert) and statement.if_absent:
+            raise ValidationException(CONFLICT_IN_TRANSACTION)
         write = plan_write(engine, statement)
         body = _with_options(write.request, None, entry.get("ReturnValuesOnConditionCheckFailure"), statement)
         actions.append({TRANSACTION_ACTIONS[write.operation]: body})

@@ -25,6 +25,7 @@ class Select:
 class Insert:
     table: str
     item: dict  # a normalised item
+    if_absent: bool = False  # ON CONFLICT DO NOTHING: an existing key is success, the item unchanged
 
 
 @dataclass(frozen=True, slots=True)
