@@ -15,20 +15,27 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-# Any well-formed signature for us-east-1 at the current time: the region checks the signing date and scope.
-DATE = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-AUTHORIZATION = (
-    f"AWS4-HMAC-SHA256 Credential=AKID/{DATE[:8]}/us-east-1/dynamodb/aws4_request, "
-    "SignedHeaders=host;x-amz-date;x-amz-target, Signature=" + "0" * 64
-)
+
+
+def signed_now() -> tuple[str, str]:
+    """(X-Amz-Date, Authorization): a well-formed signature for us-east-1 at the moment of the request (the region
+    checks the signing date against a 5-minute window, so it is taken when the request is built, not at import)."""
+    date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    authorization = (
+        f"AWS4-HMAC-SHA256 Credential=AKID/{date[:8]}/us-east-1/dynamodb/aws4_request, "
+        "SignedHeaders=host;x-amz-date;x-amz-target, Signature=" + "0" * 64
+    )
+    return date, authorization
+
 TIMEOUT_S = 30
 
 
 def request(target: str, body: bytes, extra: str = "", path: str = "/", method: str = "POST") -> bytes:
+    date, authorization = signed_now()
     return (
         f"{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/x-amz-json-1.0\r\n"
-        f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {AUTHORIZATION}\r\n"
-        f"X-Amz-Date: {DATE}\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+        f"X-Amz-Target: DynamoDB_20120810.{target}\r\nAuthorization: {authorization}\r\n"
+        f"X-Amz-Date: {date}\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
     ).encode() + body
 
 
