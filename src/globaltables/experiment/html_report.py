@@ -439,13 +439,14 @@ table(overview, 'modes-table', ['mode', 'ran', 'checks', 'lost writes', 'LWW ove
 overview.querySelectorAll('#modes-table td:last-child').forEach(td => { if (td.textContent.endsWith('.html')) { const a = el('a', {href: td.textContent}, td.textContent); td.replaceChildren(a); } });
 const ran = modes.filter(([, s]) => s.ran);
 const regions = [...new Set(ran.flatMap(([, s]) => Object.keys(s.writes_ms)))].sort();
-const writes = section('writes', 'Write latency per region and mode (ms)', 'Bars: p50 and p99 of each mode\'s writes; black marks: the MRSC floor, one round trip to the nearest other member.');
+const writes = section('writes', 'Write latency per region and mode (ms)', 'Bars: p50 and p99 of each mode\'s writes; outlined bars: the MRSC floor, one round trip to the nearest other member.');
 const traces = [];
 for (const [mode, s] of ran) {
   const pick = g => { const ops = s.writes_ms[g] || {}; return ops.put || Object.values(ops)[0] || {}; };
   traces.push({x: regions, y: regions.map(g => pick(g).p50), name: mode + ' write p50', type: 'bar'});
   traces.push({x: regions, y: regions.map(g => pick(g).p99), name: mode + ' write p99', type: 'bar'});
-  if (s.write_floor_ms) traces.push({x: regions, y: regions.map(g => s.write_floor_ms[g]), name: 'MRSC floor', mode: 'markers', marker: {symbol: 'line-ew-open', size: 40, color: 'black', line: {width: 3}}});
+  // The floor as an outlined bar right beside the mode's own bars: each MRSC write latency next to its floor.
+  if (s.write_floor_ms) traces.push({x: regions, y: regions.map(g => s.write_floor_ms[g]), name: 'MRSC floor', type: 'bar', marker: {color: 'rgba(0,0,0,0)', line: {color: 'black', width: 2}}});
 }
 chart(writes, 'chart-compare-writes', traces, {barmode: 'group', yaxis: {title: {text: 'ms'}}});
 const reads = section('reads', 'Read latency per region and mode (ms, p50)');
