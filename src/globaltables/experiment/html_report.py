@@ -215,6 +215,7 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
     """Everything report.html draws, as one JSON-ready document."""
     from ..chaos.history import History
     from .ledger import Ledger, read_decisions
+    from .load import is_probe_key
 
     out_dir = Path(out_dir)
     samples = _samples(out_dir)
@@ -244,7 +245,7 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
     if history_path.exists():
         ledger = Ledger(History.read_jsonl(history_path), read_decisions(out_dir / "apply_decisions.jsonl"),
                         origin_mono=origin)  # fmt: skip
-        data["keys"] = ledger.key_versions(EXPLORER_KEYS)
+        data["keys"] = ledger.key_versions(EXPLORER_KEYS, exclude=is_probe_key)  # workload keys only
         data["heals"] = ledger.convergence_after_heals(results.get("faults") or [])
     return data
 

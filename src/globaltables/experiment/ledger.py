@@ -182,12 +182,14 @@ class Ledger:
             "by_cause": {cause: sum(1 for e in entries if e["cause"] == cause) for cause in CAUSES},
         }
 
-    def key_versions(self, limit: int = 300) -> dict[str, list[dict[str, Any]]]:
+    def key_versions(self, limit: int = 300, exclude=None) -> dict[str, list[dict[str, Any]]]:
         """{"table|key": [every acknowledged version of the key, in version order: value, origin, when written,
         whether it won, and when each region learnt of it]} for the `limit` keys with the most versions (and every
-        key with a ledger entry)."""
+        key with a ledger entry); keys for which `exclude(key)` holds are left out."""
         by_key: dict[str, list[tuple[str, _Write]]] = {}
         for version, write in self.by_version.items():
+            if exclude is not None and exclude(write.invocation.key):
+                continue
             name = f"{write.invocation.table}|{key_id(write.invocation.key)}"
             by_key.setdefault(name, []).append((version, write))
         lost = {f"{e['table']}|{e['key']}" for e in self.entries}

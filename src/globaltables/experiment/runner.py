@@ -42,7 +42,7 @@ from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
 from . import ledger
 from . import results as results_module
-from .load import LoadGenerator
+from .load import LoadGenerator, is_probe_key
 from .supervisor import Supervisor, SupervisorError
 from .topology import Topology, TopologyError, load_topology
 from .workload import Workload, parse_workload
@@ -478,7 +478,7 @@ async def _experiment(
             CheckResult("quiescence", False, f"replication did not drain within {workload.quiesce_timeout_s:.0f} s")
         )
     history.write_jsonl(out_dir / "history.jsonl")
-    write_exports(out_dir, history)  # the same history for elle-cli and Porcupine (chaos/exports.py)
+    write_exports(out_dir, history, exclude=is_probe_key)  # for elle-cli and Porcupine (chaos/exports.py)
     write_samples(out_dir / "samples.csv", load.samples, measure_from)
     write_final_states(out_dir / "final_state.jsonl", states)
     lost = ledger.build_ledger(history, decisions, measure_from)
