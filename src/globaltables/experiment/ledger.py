@@ -20,7 +20,8 @@ Rules
    - `skew`: the winner was answered before the loser was sent, so in real time the loser is the newer write; only
      a clock ahead (or a clock behind at the loser's origin) can have given the winner the greater timestamp. All
      regions run on one machine, so without injected skew a later write always reads a later clock (to the
-     millisecond of the version's physical part).
+     millisecond of the version's physical part). A write lost at its own origin is always `skew`: its region held
+     the winner when it stamped it, and only a clock behind stamps below a version it holds.
    - `concurrent`: the winner's origin had not learnt of the loser when the winner was sent: honest concurrency,
      what last-writer-wins exists to settle.
    - `superseded`: the winner's origin had learnt of the loser first; the winner knowingly replaced it and only
@@ -144,7 +145,7 @@ class Ledger:
                 "invoked_s": self._t(winner.invocation.mono) if winner is not None else None,
                 "acknowledged_s": self._t(winner.completion.mono) if winner and winner.completion else None,
             },
-            "cause": self._cause(write, winner, winner_origin),
+            "cause": "skew" if region == origin else self._cause(write, winner, winner_origin),
             "learnt": learnt,
         }
 
