@@ -14,7 +14,8 @@ Rules
 2. Identity with the receivers' counters: the entries of other regions' writes, plus the discarded records of
    writes that got no ok answer (`unacknowledged`), are exactly `conflicts.lww_overwrites` (the receivers' applied
    minus won, summed over regions).
-3. When each region learnt of a version: its origin at the write's answer (history mono), every other region at
+3. `first_read_s`: when a client first read the write's value (any region; None: nobody ever saw it, the write
+   vanished unread — `never_read` counts such writes). When each region learnt of a version: its origin at the write's answer (history mono), every other region at
    its decision about the record (applied or lost), on the same monotonic clock.
 4. Cause, per entry:
    - `skew`: the winner was answered before the loser was sent, so in real time the loser is the newer write; only
@@ -73,8 +74,11 @@ class Ledger:
         self.origin_mono = origin_mono
         self.by_version: dict[str, _Write] = {}
         self.unanswered: list[_Write] = []
+        self.first_read: dict[str, float] = {}  # value -> mono of the first ok read that returned it
         for invocation, completion in history.pairs():
             if not invocation.is_write and invocation.f != "append":
+                if completion is not None and completion.type == OK and completion.mono is not None:
+                    self._note_read(completion.value, completion.mono)
                 continue
             write = _Write(invocation, completion)
             if write.acknowledged:
@@ -109,6 +113,12 @@ class Ledger:
                 continue
             self.entries.append(self._entry(region, decision, write))
 
+    def _note_read(self, value: Any, mono: float) -> None:
+        """A register read returns one value, a list read (or a query) a list of them."""
+        for seen in value if isinstance(value, list) else [value]:
+            if isinstance(seen, str) and (seen not in self.first_read or mono < self.first_read[seen]):
+                self.first_read[seen] = mono
+
     # ------------------------------------------------------------------------------------------------ entries
 
     def _t(self, mono: float | None) -> float | None:
@@ -138,6 +148,8 @@ class Ledger:
             "acknowledged_s": self._t(write.completion.mono if write.completion else None),
             "region": region,
             "discarded_s": self._t(decision["at_mono"]),
+            "first_read_s": self._t(self.first_read.get(write.invocation.value))
+            if isinstance(write.invocation.value, str) else None,
             "winner": {
                 "version": winner_version,
                 "origin": winner_origin,
@@ -177,6 +189,7 @@ class Ledger:
             "replicated": len(entries) - at_origin,
             "at_origin": at_origin,
             "unacknowledged": self.unacknowledged,
+            "never_read": len({e["version"] for e in entries if e["first_read_s"] is None}),
             "by_pair": dict(sorted(Counter(f"{e['origin']}->{e['winner']['origin']}" for e in entries).items())),
             "by_region": dict(sorted(Counter(e["region"] for e in entries).items())),
             "by_table": dict(sorted(Counter(e["table"] for e in entries).items())),

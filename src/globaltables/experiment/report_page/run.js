@@ -44,8 +44,8 @@ if (DATA.error) {
   chart(section('clocks', 'Clock offsets (ms added to each region\'s wall clock)'), 'chart-clocks', lines(DATA.clocks, 'ms').map(t => Object.assign(t, {mode: 'lines', line: {shape: 'hv'}})), shaded({yaxis: {title: {text: 'offset ms'}}}));
 
   const ledger = section('ledger', `Lost-write ledger (${DATA.ledger.length} entries)`, 'Every acknowledged write a region discarded because it held a newer version; click a header to sort.');
-  table(ledger, 'ledger-table', ['table', 'key', 'value', 'origin', 'version', 'discarded in', 'at (s)', 'winner', 'winner origin', 'cause'],
-        DATA.ledger.map(e => ({cells: [e.table, e.key, e.value, e.origin, e.version, e.region, e.discarded_s, e.winner.value, e.winner.origin, e.cause]})), true);
+  table(ledger, 'ledger-table', ['table', 'key', 'value', 'origin', 'version', 'discarded in', 'at (s)', 'winner', 'winner origin', 'cause', 'first read (s)'],
+        DATA.ledger.map(e => ({cells: [e.table, e.key, e.value, e.origin, e.version, e.region, e.discarded_s, e.winner.value, e.winner.origin, e.cause, e.first_read_s]})), true);
 
   const explorer = section('explorer', 'Key explorer', 'Pick a key: every acknowledged version written to it, by whom, which won, and when each region learnt of it.');
   const keys = Object.keys(DATA.keys);
