@@ -201,7 +201,8 @@ def _lane(start: dict, end: dict | None, origin: float | None) -> dict[str, Any]
             return None
         return round(op["mono"] - (origin or 0.0), 4)
 
-    label = f"#{start.get('index')} {start.get('f')} {json.dumps(start.get('value'))[:60]}"
+    indexes = f"#{start.get('index')}" + (f"/#{end.get('index')}" if end is not None and end is not start else "")
+    label = f"{indexes} {start.get('f')} {json.dumps(start.get('value'))[:60]}"
     if end is not None:
         label += f" → {end.get('type')}"
         if end.get("type") == "ok" and end.get("value") is not None and end.get("f") not in ("put", "update"):

@@ -69,8 +69,12 @@ if (DATA.error) {
     check.findings.slice(0, 10).forEach((finding, fi) => {
       violated.append(el('p', {}, `${finding.table}[${finding.key}] ${finding.problem}: ${finding.detail}`));
       const lanes = finding.lanes.filter(l => l.start !== null);
-      chart(violated, `chart-violation-${ci}-${fi}`, lanes.map(l => ({x: [l.start, l.end === null ? l.start : l.end], y: [l.region, l.region], mode: 'lines+markers+text', name: l.label, line: {width: 8}, marker: {size: 10}, text: ['', l.label], textposition: 'top left', hovertext: l.label, hoverinfo: 'text+x'})),
-            shaded({showlegend: false, yaxis: {type: 'category', categoryorder: 'array', categoryarray: r.regions, range: [-0.5, r.regions.length - 0.5], automargin: true}, height: 90 + 50 * r.regions.length}));
+      // Zoomed to the operations (a few milliseconds each), the fault windows still shaded behind them.
+      const times = lanes.flatMap(l => [l.start, l.end === null ? l.start : l.end]);
+      const lo = Math.min(...times), hi = Math.max(...times), pad = Math.max(0.02, (hi - lo) * 0.15);
+      chart(violated, `chart-violation-${ci}-${fi}`, lanes.map(l => ({x: [l.start, l.end === null ? l.start : l.end], y: [l.region, l.region], mode: 'lines+markers+text', name: l.label, line: {width: 8}, marker: {size: 10}, text: ['', l.label], textposition: 'top center', hovertext: l.label, hoverinfo: 'text+x'})),
+            shaded({showlegend: false, yaxis: {type: 'category', categoryorder: 'array', categoryarray: r.regions, range: [-0.5, r.regions.length - 0.5], automargin: true}, height: 90 + 50 * r.regions.length,
+                    xaxis: {title: {text: 'seconds since measurement start'}, range: lanes.length ? [lo - pad, hi + pad] : DATA.range}}));
     });
   });
 }
