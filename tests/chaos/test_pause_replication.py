@@ -168,3 +168,18 @@ def test_the_control_api_refuses_bad_holds_and_guards_the_apply_decisions(cluste
     assert code == 200 and answer["region"] == B and answer["dropped"] == 0
     mine = [d for d in answer["decisions"] if d["key"] == key]
     assert len(mine) == 1 and mine[0]["origin"] == A and mine[0]["lost_to"] is None and mine[0]["table"] == "Items"
+
+
+async def test_a_schedule_pausing_an_undeclared_table_is_refused_before_anything_starts(tmp_path):
+    schedule = tmp_path / "bad-pause.yaml"
+    schedule.write_text("steps:\n  - {at: 1s, do: pause-replication, table: Invoices, for: 2s}\n")
+    outcome = await run_experiment(ROOT / "topologies" / "quickstart.yaml", chaos_path=schedule, out_dir=tmp_path / "o")
+    assert outcome.exit_code == 2 and outcome.results is None and not (tmp_path / "o").exists()
+    assert f"{schedule}: pause-replication at 1s: table: no table 'Invoices' in the topology" in outcome.reason
+    done = subprocess.run(
+        [sys.executable, "-m", "globaltables.cli.main", "validate", str(schedule), "--topology",
+         str(ROOT / "topologies" / "quickstart.yaml")],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))},
+    )  # fmt: skip
+    assert done.returncode != 0 and "no table 'Invoices'" in done.stdout + done.stderr

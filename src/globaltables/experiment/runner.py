@@ -35,6 +35,7 @@ from ..chaos.checkers.lww import check_lww
 from ..chaos.checkers.staleness import check_staleness
 from ..chaos.checkers.result import CheckResult
 from ..chaos.exports import write_exports
+from ..chaos.faults import table_problems
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
@@ -297,9 +298,13 @@ def load_chaos(chaos_path: Path | None, topology: Topology, seed: int):
         return None
     witnesses = [region.name for region in topology.regions if region.role == "witness"]
     try:
-        return load_schedule(chaos_path, list(topology.region_names), witnesses, seed=seed)
+        schedule = load_schedule(chaos_path, list(topology.region_names), witnesses, seed=seed)
     except ScheduleError as error:
         raise RunAborted("\n".join(error.errors)) from None
+    problems = table_problems(schedule.faults, [spec.name for spec in topology.tables], str(chaos_path))
+    if problems:
+        raise RunAborted("\n".join(problems))
+    return schedule
 
 
 class _LoopFaults:
