@@ -149,3 +149,37 @@ async def test_a_run_with_a_pause_replication_step_holds_the_table_and_converges
     held = [row for row in results["lag_timeline"] if start + 0.1 < origin + row["t_s"] < end - 0.5]
     assert held and all(origin + row["t_s"] + row["lag_ms"] / 1000.0 >= end - 0.05 for row in held)
     assert results["quiesced"] and [c["after"] for c in results["convergence_ms"]] == ["end of load", "final heal"]
+
+
+def test_the_control_api_refuses_bad_holds_and_guards_the_apply_decisions(cluster):
+    url = f"{cluster.endpoints[A]}/control/faults"
+    code, answer = cluster.control(url, {"held_replication": {"Nope": [B]}})
+    assert code == 400 and "'Nope' is not a global table here" in answer["error"]
+    code, answer = cluster.control(url, {"held_replication": {"Items": ["eu-west-9"]}})
+    assert code == 400 and "eu-west-9" in answer["error"]
+    code, _ = cluster.control(url, {"held_replication": {"Items": [B]}}, secret=None)
+    assert code == 401 and cluster.status(A)["held"] == {}  # refused as a whole: nothing held
+    decisions = f"{cluster.endpoints[B]}/control/apply-decisions"
+    assert cluster.control(decisions, secret=None)[0] == 401
+    key = {"id": {"S": f"decided-{time.monotonic_ns()}"}}
+    cluster.clients[A].put_item(TableName="Items", Item={**key, "value": {"S": "v"}})
+    wait_quiescent(_target(cluster), list(REGIONS), 60)
+    code, answer = cluster.control(decisions)
+    assert code == 200 and answer["region"] == B and answer["dropped"] == 0
+    mine = [d for d in answer["decisions"] if d["key"] == key]
+    assert len(mine) == 1 and mine[0]["origin"] == A and mine[0]["lost_to"] is None and mine[0]["table"] == "Items"
+
+
+async def test_a_schedule_pausing_an_undeclared_table_is_refused_before_anything_starts(tmp_path):
+    schedule = tmp_path / "bad-pause.yaml"
+    schedule.write_text("steps:\n  - {at: 1s, do: pause-replication, table: Invoices, for: 2s}\n")
+    outcome = await run_experiment(ROOT / "topologies" / "quickstart.yaml", chaos_path=schedule, out_dir=tmp_path / "o")
+    assert outcome.exit_code == 2 and outcome.results is None and not (tmp_path / "o").exists()
+    assert f"{schedule}: pause-replication at 1s: table: no table 'Invoices' in the topology" in outcome.reason
+    done = subprocess.run(
+        [sys.executable, "-m", "globaltables.cli.main", "validate", str(schedule), "--topology",
+         str(ROOT / "topologies" / "quickstart.yaml")],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))},
+    )  # fmt: skip
+    assert done.returncode != 0 and "no table 'Invoices'" in done.stdout + done.stderr

@@ -16,6 +16,7 @@ from browser import chromium, console_errors, full_page_screenshot, requested_ur
 from globaltables.chaos.checkers.lww import check_lww
 from globaltables.chaos.history import History
 from globaltables.experiment.html_report import run_data, write_run_html
+from globaltables.experiment.load import PROBE_KEY_PREFIX, is_probe_key
 from globaltables.experiment.runner import read_final_states, run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,6 +56,9 @@ def test_every_run_writes_a_self_contained_page(hot_key_run):
     assert ours.count("<script") == 3 and " src=" not in ours and "<link" not in ours and "http://" not in ours and "https://" not in ours
     data = run_data(hot_key_run, json.loads((hot_key_run / "results.json").read_text()))
     assert data["windows"] and data["ledger"] and data["keys"] and data["heals"]
+    assert not any(PROBE_KEY_PREFIX in name for name in data["keys"])  # the explorer shows workload keys only
+    assert is_probe_key({"id": {"S": PROBE_KEY_PREFIX + "us-east-1"}}) and is_probe_key({"n": {"N": "-2"}})
+    assert not is_probe_key({"id": {"S": "k000001"}}) and not is_probe_key({"n": {"N": "0"}})
     assert "report.html" in (hot_key_run / "report.md").read_text()
 
 
@@ -112,7 +116,7 @@ def test_a_failed_checker_draws_its_operations_as_lanes(hot_key_run, tmp_path):
     results = json.loads((out / "results.json").read_text())
     states = read_final_states(out / "final_state.jsonl")
     table = results["workload"]["table"]
-    victim = next(key for key in states["eu-west-1"][table] if "__lag__" not in key)  # a workload item
+    victim = next(key for key in states["eu-west-1"][table] if PROBE_KEY_PREFIX not in key)  # a workload item
     del states["eu-west-1"][table][victim]  # a replica that lost an item: the lww checker must fail
     check = check_lww(History.read_jsonl(out / "history.jsonl"), states)
     assert not check.passed

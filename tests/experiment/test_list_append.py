@@ -13,6 +13,7 @@ import pytest
 from globaltables.chaos.checkers.list_append import check_list_append
 from globaltables.chaos.exports import ELLE_SCHEMA, PORCUPINE_SCHEMA, schema, to_elle, to_porcupine, validate_elle
 from globaltables.chaos.history import History
+from globaltables.experiment.load import PROBE_KEY_PREFIX, is_probe_key
 from globaltables.experiment.runner import run_experiment
 from globaltables.runtime.clock import ManualClock
 
@@ -180,10 +181,13 @@ def test_a_register_history_exports_as_rw_register():
     run.ok(r, value="a:1")
     d = run.invoke("b/1", "b", "delete", "T", KEY)
     run.info(d, "Timeout")
-    elle, mapping = to_elle(run)
+    probe = run.invoke("b/2", "b", "put", "T", {"id": {"S": PROBE_KEY_PREFIX + "b"}}, "b:9")
+    run.ok(probe, version="V9/b")
+    assert len(to_elle(run)[0]) == 6  # without a filter, the probe's put is a register write like any other
+    elle, mapping = to_elle(run, exclude=is_probe_key)
     assert [op["value"] for op in elle] == [[["w", 0, 1]], [["w", 0, 1]], [["r", 0, None]], [["r", 0, 1]]]
     assert mapping["model"] == "rw-register" and mapping["values"][1] == "a:1"
-    porcupine = to_porcupine(run)
+    porcupine = to_porcupine(run, exclude=is_probe_key)
     jsonschema.validate(porcupine, schema(PORCUPINE_SCHEMA))
     assert [op["Input"]["Op"] for op in porcupine] == ["put", "get", "delete"]
     assert porcupine[2]["Output"] == {"Unknown": True} and porcupine[2]["Return"] > porcupine[1]["Return"]

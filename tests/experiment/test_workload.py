@@ -130,3 +130,25 @@ def test_validate_names_the_file_and_field_of_a_bad_workload(tmp_path, capsys):
     bad.write_text(BASE + "workload: {table: Orders, mix: {put: -1}}\n")
     assert cli_main(["validate", str(bad)]) == 1
     assert f"{bad}: workload.mix.put: must be at least 0, got -1" in capsys.readouterr().err
+
+
+def test_write_modes_are_validated_and_route_each_write():
+    message = refused("workload: {table: Orders, write_mode: nearest}\n")
+    assert f"{FILE}: workload.write_mode: 'nearest' is not allowed; use one of any, single, home" in message
+    message = refused("workload: {table: Orders, write_region: us-east-1}\n")
+    assert f"{FILE}: workload.write_region: only applies to write_mode: single" in message
+    message = refused("workload: {table: Orders, write_mode: single, write_region: eu-west-9}\n")
+    assert f"{FILE}: workload.write_region: 'eu-west-9' is not a replica of this topology" in message
+    replicas = ["us-east-1", "eu-west-1", "ap-southeast-1"]
+    single = parse_workload({"table": "Orders", "write_mode": "single", "write_region": "eu-west-1"}, replicas)
+    assert {single.write_target(region, key) for region in replicas for key in range(9)} == {"eu-west-1"}
+    home = parse_workload({"table": "Orders", "write_mode": "home"}, replicas)
+    assert [home.write_target("us-east-1", key) for key in range(4)] == [*replicas, "us-east-1"]
+    assert parse_workload({"table": "Orders"}, replicas).write_target("ap-southeast-1", 3) == "ap-southeast-1"
+
+
+def test_a_list_append_mix_takes_only_appends_and_reads():
+    message = refused("workload: {table: Orders, mix: {append: 0.5, put: 0.2, get: 0.3}}\n")
+    assert f"{FILE}: workload.mix.append: a list-append workload takes only append, get, strong_get; remove put" in message
+    loaded = topology("workload: {table: Orders, mix: {append: 0.6, get: 0.3, strong_get: 0.1}}\n")
+    assert parse_workload(loaded.workload, ["us-east-1"]).operations == ("get", "strong_get", "append")

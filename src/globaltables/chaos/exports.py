@@ -10,7 +10,7 @@
   Operation type with a key-value model's input and output (times in nanoseconds). An operation whose outcome is
   unknown (info) returns after every other event with `Output: {"Unknown": true}`, so a model can let it take
   effect at any point or never; fail operations and reads that failed are left out.
-The lag probe's keys (`__lag__<region>`) are not part of the workload and are left out of both. Both formats have a
+Keys the caller marks as not part of the workload (`exclude`: the experiment's lag probe keys) are left out of both. Both formats have a
 JSON Schema (chaos/schemas/) written from the tools' documented formats; `validate_elle` adds the rules a schema
 cannot say (indexes in order, one operation in flight per process, completions repeating their invocation).
 """
@@ -18,6 +18,7 @@ cannot say (indexes in order, one operation in flight per process, completions r
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +27,16 @@ from .history import FAIL, INFO, INVOKE, OK, History, Op, key_id
 SCHEMAS = Path(__file__).parent / "schemas"
 ELLE_SCHEMA = SCHEMAS / "elle-history.schema.json"
 PORCUPINE_SCHEMA = SCHEMAS / "porcupine-operations.schema.json"
-PROBE_MARK = "__lag__"
 REGISTER_WRITES = {"put": "w", "update": "w"}
 REGISTER_READS = ("get", "strong_get")
 LIST_READS = ("read", "strong_read")
 
 
-def _workload_ops(history: History) -> list[tuple[Op, Op | None]]:
-    return [(i, c) for i, c in history.pairs() if PROBE_MARK not in key_id(i.key)]
+KeyFilter = Callable[[Any], bool]
+
+
+def _workload_ops(history: History, exclude: KeyFilter | None) -> list[tuple[Op, Op | None]]:
+    return [(i, c) for i, c in history.pairs() if exclude is None or not exclude(i.key)]
 
 
 class _Numbers:
@@ -53,9 +56,9 @@ class _Numbers:
         return {"keys": {n: k for k, n in self.keys.items()}, "values": {n: v for v, n in self.values.items()}}
 
 
-def to_elle(history: History) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def to_elle(history: History, exclude: KeyFilter | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(operations, mapping): the history for elle-cli and how its integers map back to our keys and values."""
-    pairs = _workload_ops(history)
+    pairs = _workload_ops(history, exclude)
     lists = any(invocation.f == "append" for invocation, _ in pairs)
     numbers = _Numbers()
     processes: dict[Any, int] = {}
@@ -97,9 +100,9 @@ def _elle_op(kind: str, process: int, value: list, op: Op, start: float) -> dict
     return record
 
 
-def to_porcupine(history: History) -> list[dict[str, Any]]:
+def to_porcupine(history: History, exclude: KeyFilter | None = None) -> list[dict[str, Any]]:
     """Porcupine Operations: every ok operation, and every info write (unknown outcome, returning last)."""
-    pairs = _workload_ops(history)
+    pairs = _workload_ops(history, exclude)
     times = [op.mono for i, c in pairs for op in (i, c) if op is not None and op.mono is not None]
     start = min(times, default=0.0)
     never = int(round((max(times, default=0.0) - start) * 1e9)) + 1
@@ -156,13 +159,13 @@ def validate_elle(operations: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def write_exports(out_dir: Path, history: History) -> None:
+def write_exports(out_dir: Path, history: History, exclude: KeyFilter | None = None) -> None:
     """history.elle.json (+ history.elle.map.json) and history.porcupine.json beside history.jsonl."""
     out_dir = Path(out_dir)
-    operations, mapping = to_elle(history)
+    operations, mapping = to_elle(history, exclude)
     (out_dir / "history.elle.json").write_text(json.dumps(operations, separators=(",", ":")) + "\n")
     (out_dir / "history.elle.map.json").write_text(json.dumps(mapping, separators=(",", ":")) + "\n")
-    (out_dir / "history.porcupine.json").write_text(json.dumps(to_porcupine(history), separators=(",", ":")) + "\n")
+    (out_dir / "history.porcupine.json").write_text(json.dumps(to_porcupine(history, exclude), separators=(",", ":")) + "\n")
 
 
 def schema(path: Path) -> dict[str, Any]:

@@ -275,3 +275,14 @@ def build(
     if unknown:
         raise FaultError(f"unknown field(s) {', '.join(unknown)} for {verb}")
     return Fault(verb, members, params, at, duration, one_way, sides)
+
+
+def table_problems(faults: Sequence[Fault], table_names: Sequence[str], source: str) -> list[str]:
+    """Faults naming a table the topology does not declare (pause-replication), one line each, naming the file."""
+    declared = ", ".join(table_names) or "none"
+    return [
+        f"{source}: {fault.verb} at {fault.at:g}s: table: no table {fault.params['table']!r} in the topology; "
+        f"declared tables: {declared}"
+        for fault in faults
+        if fault.verb in TABLE_VERBS and fault.params.get("table") not in table_names
+    ]

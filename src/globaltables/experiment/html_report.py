@@ -12,7 +12,8 @@ explorer (every version of a key: who wrote it, which won, when each region lear
 checker its violating operations as per-region lanes in time. `compare` gets a page with the modes side by side,
 each MRSC write latency beside its floor, and links to each mode's own page.
 
-Rules: the data is computed here, in Python (`run_data`, testable without a browser); the page only draws it.
+Rules: the data is computed here, in Python (`run_data`, testable without a browser); the page only draws it, with
+the stylesheet and scripts of report_page/ (common.js, run.js, compare.js), embedded like plotly.
 Times are seconds since the measurement start (negative: warm-up). Series are thinned to keep the page light
 (CDFs to CDF_POINTS points a series, the ledger table to LEDGER_ROWS rows, the explorer to EXPLORER_KEYS keys).
 Writing the page never fails a run: an error is written into the page instead of the section.
@@ -200,7 +201,8 @@ def _lane(start: dict, end: dict | None, origin: float | None) -> dict[str, Any]
             return None
         return round(op["mono"] - (origin or 0.0), 4)
 
-    label = f"#{start.get('index')} {start.get('f')} {json.dumps(start.get('value'))[:60]}"
+    indexes = f"#{start.get('index')}" + (f"/#{end.get('index')}" if end is not None and end is not start else "")
+    label = f"{indexes} {start.get('f')} {json.dumps(start.get('value'))[:60]}"
     if end is not None:
         label += f" → {end.get('type')}"
         if end.get("type") == "ok" and end.get("value") is not None and end.get("f") not in ("put", "update"):
@@ -215,6 +217,7 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
     """Everything report.html draws, as one JSON-ready document."""
     from ..chaos.history import History
     from .ledger import Ledger, read_decisions
+    from .load import is_probe_key
 
     out_dir = Path(out_dir)
     samples = _samples(out_dir)
@@ -244,7 +247,7 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
     if history_path.exists():
         ledger = Ledger(History.read_jsonl(history_path), read_decisions(out_dir / "apply_decisions.jsonl"),
                         origin_mono=origin)  # fmt: skip
-        data["keys"] = ledger.key_versions(EXPLORER_KEYS)
+        data["keys"] = ledger.key_versions(EXPLORER_KEYS, exclude=is_probe_key)  # workload keys only
         data["heals"] = ledger.convergence_after_heals(results.get("faults") or [])
     return data
 
@@ -268,7 +271,7 @@ def _page(title: str, data: dict[str, Any], script: str) -> str:
         f"<title>{html.escape(title)}</title>"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline' "
         "'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:\">"
-        f"<style>{STYLE}</style></head><body>"
+        f"<style>{_asset('style.css')}</style></head><body>"
         f"<script>{plotly_js()}</script>"
         f"<script id=\"report-data\" type=\"application/json\">{document}</script>"
         f"<main id=\"report\"></main><script>{script}</script></body></html>\n"
@@ -281,182 +284,21 @@ def write_run_html(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: 
         data = run_data(out_dir, results, baseline_offsets_ms)
     except Exception as error:  # noqa: BLE001 - the page must never cost the run its results
         data = {"title": results.get("topology", "run"), "error": f"{type(error).__name__}: {error}"}
-    path.write_text(_page(f"globaltables: {data['title']}", data, RUN_SCRIPT), encoding="utf-8")
+    path.write_text(_page(f"globaltables: {data['title']}", data, _asset("common.js") + _asset("run.js")),
+                    encoding="utf-8")
     return path
 
 
 def write_compare_html(out_dir: Path, document: dict[str, Any]) -> Path:
     path = Path(out_dir) / "report.html"
     data = {"title": f"compare {document.get('topology')}", "compare": document}
-    path.write_text(_page(f"globaltables: {data['title']}", data, COMPARE_SCRIPT), encoding="utf-8")
+    path.write_text(_page(f"globaltables: {data['title']}", data, _asset("common.js") + _asset("compare.js")),
+                    encoding="utf-8")
     return path
 
 
-STYLE = """
-body{font-family:system-ui,sans-serif;margin:0 2em 3em;color:#222}h1{font-size:1.4em}h2{font-size:1.15em;
-margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid
-#ddd;padding:2px 6px;text-align:left}th.sortable{cursor:pointer;background:#f4f4f4}th.sortable:after{content:" ⇅";
-color:#aaa}.pass{color:#176b17}.fail{color:#b00;font-weight:bold}.chart{width:100%;min-height:320px}.note{color:#666;
-font-size:.85em}.scroll{max-height:480px;overflow:auto}tr.won{background:#eaf7ea}tr.lost{background:#fbeaea}
-"""
+PAGE_FILES = Path(__file__).parent / "report_page"  # the page's stylesheet and scripts (package data)
 
-COMMON_SCRIPT = r"""
-const DATA = JSON.parse(document.getElementById('report-data').textContent);
-const main = document.getElementById('report');
-const CONFIG = {displaylogo: false, responsive: true};
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) { if (k === 'class') node.className = v; else node.setAttribute(k, v); }
-  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  return node;
-}
-function section(id, title, note) {
-  const s = el('section', {id: id}, el('h2', {}, title));
-  if (note) s.append(el('p', {class: 'note'}, note));
-  main.append(s);
-  return s;
-}
-function chart(parent, id, traces, layout) {
-  const div = el('div', {id: id, class: 'chart'});
-  parent.append(div);
-  Plotly.newPlot(div, traces, Object.assign({margin: {t: 30, r: 20, b: 45, l: 60}, legend: {orientation: 'h'}}, layout), CONFIG);
-  return div;
-}
-function table(parent, id, headers, rows, sortable) {
-  const head = el('tr', {});
-  headers.forEach((h, i) => {
-    const th = el('th', sortable ? {class: 'sortable', 'data-column': i} : {}, h);
-    head.append(th);
-  });
-  const body = el('tbody', {});
-  for (const row of rows) {
-    const tr = el('tr', row.class ? {class: row.class} : {});
-    for (const cell of row.cells) tr.append(el('td', {}, cell === null || cell === undefined ? '–' : cell));
-    body.append(tr);
-  }
-  const t = el('table', {id: id}, el('thead', {}, head), body);
-  if (sortable) {
-    head.querySelectorAll('th').forEach(th => th.addEventListener('click', () => {
-      const column = Number(th.dataset.column), up = th.dataset.order !== 'asc';
-      th.dataset.order = up ? 'asc' : 'desc';
-      const value = tr => { const text = tr.children[column].textContent; const n = Number(text); return text !== '' && !isNaN(n) ? n : text; };
-      const sorted = Array.from(body.children).sort((a, b) => { const x = value(a), y = value(b); return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1); });
-      body.append(...sorted);
-    }));
-  }
-  parent.append(el('div', {class: 'scroll'}, t));
-  return t;
-}
-"""
 
-RUN_SCRIPT = COMMON_SCRIPT + r"""
-const W = DATA.windows || [];
-const COLORS = ['rgba(255,165,0,0.22)', 'rgba(100,149,237,0.22)', 'rgba(60,179,113,0.22)', 'rgba(238,130,238,0.22)'];
-function shaded(extra) {
-  const shapes = W.map((w, i) => ({type: 'rect', xref: 'x', yref: 'paper', x0: w.start, x1: w.end, y0: 0, y1: 1,
-                                   fillcolor: COLORS[i % COLORS.length], line: {width: 0}, layer: 'below'}));
-  return Object.assign({shapes: shapes, xaxis: {title: {text: 'seconds since measurement start'}, range: DATA.range}}, extra || {});
-}
-function lines(series, field, name) {
-  return Object.entries(series).map(([region, s]) => ({x: s.t, y: s[field], name: name ? name(region) : region, mode: 'lines+markers', marker: {size: 4}}));
-}
-if (DATA.error) {
-  main.append(el('h1', {}, DATA.title), el('p', {class: 'fail'}, 'The report could not be drawn: ' + DATA.error));
-} else {
-  const r = DATA.results;
-  const passed = r.checks.every(c => c.passed);
-  main.append(el('h1', {}, 'globaltables: ' + DATA.title + ' — ', el('span', {class: passed ? 'pass' : 'fail'}, passed ? 'all checks passed' : 'CHECKS FAILED')));
-  const summary = section('summary', 'Summary', `Seed ${r.seed}, started ${r.started_at}, ${r.duration_s.toFixed(1)} s measured; chaos: ${r.chaos || 'none'}; write mode: ${(r.workload || {}).write_mode || 'any'}.`);
-  table(summary, 'checks', ['check', 'verdict', 'detail'], r.checks.map(c => ({class: c.passed ? '' : 'lost', cells: [c.name, c.passed ? 'PASS' : 'FAIL', c.detail]})));
-  const lw = r.lost_writes || {};
-  summary.append(el('p', {}, `Conflicts: ${r.conflicts.replicated_write_conflicts} ReplicatedWriteConflictException answers; ${r.conflicts.lww_overwrites} of ${r.conflicts.replicated_records} replicated records lost last-writer-wins; the ledger holds ${lw.count || 0} discarded acknowledged writes (${lw.writes || 0} distinct; causes: ${JSON.stringify(lw.by_cause || {})}).`));
-
-  const faults = section('faults', 'Fault timeline', W.length ? 'Each fault window; the same windows are shaded on every time chart below.' : 'No fault windows in this run.');
-  const labels = [...new Set(W.map(w => w.label))];
-  chart(faults, 'chart-faults', W.map((w, i) => ({x: [w.end - w.start], base: [w.start], y: [w.label], type: 'bar', orientation: 'h', name: w.label, marker: {color: COLORS[i % COLORS.length].replace('0.22', '0.8')}, showlegend: false})),
-        shaded({height: Math.max(160, 60 + 30 * labels.length), yaxis: {automargin: true}, barmode: 'overlay'}));
-
-  chart(section('throughput', 'Throughput per region (answered operations per second)', `In ${DATA.bucket_s} s buckets.`), 'chart-throughput', lines(DATA.throughput, 'ops'), shaded({yaxis: {title: {text: 'ops/s'}, rangemode: 'tozero'}}));
-  const errorTraces = [];  // bars: one per bucket, stacked by region and error type
-  for (const [region, kinds] of Object.entries(DATA.errors)) for (const [kind, s] of Object.entries(kinds)) errorTraces.push({x: s.t, y: s.n, width: DATA.bucket_s, name: `${region} ${kind}`, type: 'bar'});
-  chart(section('errors', 'Errors by type per region (per second)', errorTraces.length ? '' : 'No errors.'), 'chart-errors', errorTraces, shaded({barmode: 'stack', yaxis: {title: {text: 'errors/s'}}}));
-  chart(section('latency', 'Latency percentiles per region (ms, answered operations, from intended start)'), 'chart-latency',
-        [...lines(DATA.latency, 'p50', g => g + ' p50'), ...lines(DATA.latency, 'p99', g => g + ' p99')], shaded({yaxis: {title: {text: 'ms'}, type: 'log'}}));
-  const lag = section('lag', 'Replication lag per link (ms, probe)');
-  chart(lag, 'chart-lag', Object.entries(DATA.lag).map(([link, s]) => ({x: s.t, y: s.ms, name: link, mode: 'lines+markers', marker: {size: 4}})), shaded({yaxis: {title: {text: 'ms'}}}));
-  const conv = section('convergence', 'Time to converge', 'After each heal: until every region had learnt of every write acknowledged before it (from the apply decisions); after the load: until every lane drained.');
-  table(conv, 'convergence-table', ['after', 'at (s)', 'converged in (ms)', 'writes'],
-        [...DATA.heals.map(h => ({cells: [h.after, h.t_s, h.ms, h.writes]})), ...r.convergence_ms.map(c => ({cells: [c.after, '', c.ms, '']}))]);
-  const cdf = section('cdf', 'Latency CDFs (ms, log scale)');
-  for (const [op, regions] of Object.entries(DATA.cdf)) {
-    cdf.append(el('h3', {}, op));
-    chart(cdf, 'chart-cdf-' + op, Object.entries(regions).map(([region, s]) => ({x: s.ms, y: s.p, name: region, mode: 'lines'})), {xaxis: {type: 'log', title: {text: 'ms'}}, yaxis: {title: {text: 'fraction'}, range: [0, 1]}});
-  }
-  chart(section('clocks', 'Clock offsets (ms added to each region\'s wall clock)'), 'chart-clocks', lines(DATA.clocks, 'ms').map(t => Object.assign(t, {mode: 'lines', line: {shape: 'hv'}})), shaded({yaxis: {title: {text: 'offset ms'}}}));
-
-  const ledger = section('ledger', `Lost-write ledger (${DATA.ledger.length} entries)`, 'Every acknowledged write a region discarded because it held a newer version; click a header to sort.');
-  table(ledger, 'ledger-table', ['table', 'key', 'value', 'origin', 'version', 'discarded in', 'at (s)', 'winner', 'winner origin', 'cause'],
-        DATA.ledger.map(e => ({cells: [e.table, e.key, e.value, e.origin, e.version, e.region, e.discarded_s, e.winner.value, e.winner.origin, e.cause]})), true);
-
-  const explorer = section('explorer', 'Key explorer', 'Pick a key: every acknowledged version written to it, by whom, which won, and when each region learnt of it.');
-  const keys = Object.keys(DATA.keys);
-  const select = el('select', {id: 'key-select'}, el('option', {value: ''}, keys.length ? `— ${keys.length} keys —` : 'no keys'));
-  for (const key of keys) select.append(el('option', {value: key}, `${key} (${DATA.keys[key].length} versions)`));
-  const shown = el('div', {id: 'key-versions'});
-  explorer.append(select, shown);
-  select.addEventListener('change', () => {
-    shown.replaceChildren();
-    const versions = DATA.keys[select.value];
-    if (!versions) return;
-    const regions = r.regions;
-    table(shown, 'key-table', ['version', 'origin', 'op', 'value', 'sent (s)', 'acknowledged (s)', 'won', 'discarded by', ...regions.map(g => 'learnt in ' + g + ' (s)')],
-          versions.map(v => ({class: v.won ? 'won' : (v.discarded_by.length ? 'lost' : ''), cells: [v.version, v.origin, v.f, v.value, v.invoked_s, v.acknowledged_s, v.won ? 'won' : '', v.discarded_by.join(', '), ...regions.map(g => v.learnt_s[g])]})));
-    chart(shown, 'chart-key', regions.map(g => ({x: versions.map(v => v.learnt_s[g]), y: versions.map(v => v.value), name: 'learnt in ' + g, mode: 'markers', marker: {size: 8}})), shaded({yaxis: {type: 'category', automargin: true}}));
-  });
-
-  const violated = section('violations', 'Violating operations', DATA.violations.length ? 'The operations each failed checker names, as per-region lanes in time (a bar from invocation to completion).' : 'No checker failed.');
-  DATA.violations.forEach((check, ci) => {
-    violated.append(el('h3', {}, `${check.name}: ${check.detail}`));
-    check.findings.slice(0, 10).forEach((finding, fi) => {
-      violated.append(el('p', {}, `${finding.table}[${finding.key}] ${finding.problem}: ${finding.detail}`));
-      const lanes = finding.lanes.filter(l => l.start !== null);
-      chart(violated, `chart-violation-${ci}-${fi}`, lanes.map(l => ({x: [l.start, l.end === null ? l.start : l.end], y: [l.region, l.region], mode: 'lines+markers+text', name: l.label, line: {width: 8}, marker: {size: 10}, text: ['', l.label], textposition: 'top left', hovertext: l.label, hoverinfo: 'text+x'})),
-            shaded({showlegend: false, yaxis: {type: 'category', categoryorder: 'array', categoryarray: r.regions, range: [-0.5, r.regions.length - 0.5], automargin: true}, height: 90 + 50 * r.regions.length}));
-    });
-  });
-}
-document.body.dataset.ready = 'true';
-"""
-
-COMPARE_SCRIPT = COMMON_SCRIPT + r"""
-const doc = DATA.compare;
-main.append(el('h1', {}, 'globaltables compare: ' + doc.topology));
-const modes = Object.entries(doc.modes);
-const overview = section('summary', 'Modes', `Seed ${doc.seed}; chaos: ${doc.chaos || 'none'}. Each mode's own report: its report.html.`);
-table(overview, 'modes-table', ['mode', 'ran', 'checks', 'lost writes', 'LWW overwrites', 'RWCE answers', 'report'],
-      modes.map(([mode, s]) => ({class: s.ran && s.passed ? '' : 'lost', cells: [mode, s.ran ? 'yes' : 'no: ' + s.reason, s.ran ? (s.passed ? 'passed' : 'FAILED') : '–',
-                                 s.ran && s.lost_writes ? s.lost_writes.count : '–', s.ran ? s.conflicts.lww_overwrites : '–', s.ran ? s.conflicts.replicated_write_conflicts : '–', s.ran ? mode + '/report.html' : '–']})));
-overview.querySelectorAll('#modes-table td:last-child').forEach(td => { if (td.textContent.endsWith('.html')) { const a = el('a', {href: td.textContent}, td.textContent); td.replaceChildren(a); } });
-const ran = modes.filter(([, s]) => s.ran);
-const regions = [...new Set(ran.flatMap(([, s]) => Object.keys(s.writes_ms)))].sort();
-const writes = section('writes', 'Write latency per region and mode (ms)', 'Bars: p50 and p99 of each mode\'s writes; black marks: the MRSC floor, one round trip to the nearest other member.');
-const traces = [];
-for (const [mode, s] of ran) {
-  const pick = g => { const ops = s.writes_ms[g] || {}; return ops.put || Object.values(ops)[0] || {}; };
-  traces.push({x: regions, y: regions.map(g => pick(g).p50), name: mode + ' write p50', type: 'bar'});
-  traces.push({x: regions, y: regions.map(g => pick(g).p99), name: mode + ' write p99', type: 'bar'});
-  if (s.write_floor_ms) traces.push({x: regions, y: regions.map(g => s.write_floor_ms[g]), name: 'MRSC floor', mode: 'markers', marker: {symbol: 'line-ew-open', size: 40, color: 'black', line: {width: 3}}});
-}
-chart(writes, 'chart-compare-writes', traces, {barmode: 'group', yaxis: {title: {text: 'ms'}}});
-const reads = section('reads', 'Read latency per region and mode (ms, p50)');
-const readTraces = [];
-for (const [mode, s] of ran) for (const op of [...new Set(Object.values(s.reads_ms).flatMap(o => Object.keys(o)))]) readTraces.push({x: regions, y: regions.map(g => ((s.reads_ms[g] || {})[op] || {}).p50), name: `${mode} ${op}`, type: 'bar'});
-chart(reads, 'chart-compare-reads', readTraces, {barmode: 'group', yaxis: {title: {text: 'ms'}}});
-chart(section('costs', 'What each mode cost: conflicts and lost writes'), 'chart-compare-costs', [
-  {x: ran.map(([m]) => m), y: ran.map(([, s]) => s.conflicts.lww_overwrites), name: 'LWW overwrites', type: 'bar'},
-  {x: ran.map(([m]) => m), y: ran.map(([, s]) => (s.lost_writes || {}).count || 0), name: 'lost writes (ledger)', type: 'bar'},
-  {x: ran.map(([m]) => m), y: ran.map(([, s]) => s.conflicts.replicated_write_conflicts), name: 'RWCE answers', type: 'bar'}], {barmode: 'group'});
-const lagLinks = [...new Set(ran.flatMap(([, s]) => Object.keys(s.replication_lag_ms || {})))].sort();
-chart(section('lag', 'Replication lag p50 per link and mode (ms)'), 'chart-compare-lag', ran.map(([mode, s]) => ({x: lagLinks, y: lagLinks.map(l => ((s.replication_lag_ms || {})[l] || {}).p50), name: mode, type: 'bar'})), {barmode: 'group'});
-document.body.dataset.ready = 'true';
-"""
+def _asset(name: str) -> str:
+    return (PAGE_FILES / name).read_text(encoding="utf-8")

@@ -14,13 +14,15 @@ Rules
 2. Identity with the receivers' counters: the entries of other regions' writes, plus the discarded records of
    writes that got no ok answer (`unacknowledged`), are exactly `conflicts.lww_overwrites` (the receivers' applied
    minus won, summed over regions).
-3. When each region learnt of a version: its origin at the write's answer (history mono), every other region at
+3. `first_read_s`: when a client first read the write's value (any region; None: nobody ever saw it, the write
+   vanished unread — `never_read` counts such writes). When each region learnt of a version: its origin at the write's answer (history mono), every other region at
    its decision about the record (applied or lost), on the same monotonic clock.
 4. Cause, per entry:
    - `skew`: the winner was answered before the loser was sent, so in real time the loser is the newer write; only
      a clock ahead (or a clock behind at the loser's origin) can have given the winner the greater timestamp. All
      regions run on one machine, so without injected skew a later write always reads a later clock (to the
-     millisecond of the version's physical part).
+     millisecond of the version's physical part). A write lost at its own origin is always `skew`: its region held
+     the winner when it stamped it, and only a clock behind stamps below a version it holds.
    - `concurrent`: the winner's origin had not learnt of the loser when the winner was sent: honest concurrency,
      what last-writer-wins exists to settle.
    - `superseded`: the winner's origin had learnt of the loser first; the winner knowingly replaced it and only
@@ -72,8 +74,11 @@ class Ledger:
         self.origin_mono = origin_mono
         self.by_version: dict[str, _Write] = {}
         self.unanswered: list[_Write] = []
+        self.first_read: dict[str, float] = {}  # value -> mono of the first ok read that returned it
         for invocation, completion in history.pairs():
             if not invocation.is_write and invocation.f != "append":
+                if completion is not None and completion.type == OK and completion.mono is not None:
+                    self._note_read(completion.value, completion.mono)
                 continue
             write = _Write(invocation, completion)
             if write.acknowledged:
@@ -108,6 +113,12 @@ class Ledger:
                 continue
             self.entries.append(self._entry(region, decision, write))
 
+    def _note_read(self, value: Any, mono: float) -> None:
+        """A register read returns one value, a list read (or a query) a list of them."""
+        for seen in value if isinstance(value, list) else [value]:
+            if isinstance(seen, str) and (seen not in self.first_read or mono < self.first_read[seen]):
+                self.first_read[seen] = mono
+
     # ------------------------------------------------------------------------------------------------ entries
 
     def _t(self, mono: float | None) -> float | None:
@@ -137,6 +148,8 @@ class Ledger:
             "acknowledged_s": self._t(write.completion.mono if write.completion else None),
             "region": region,
             "discarded_s": self._t(decision["at_mono"]),
+            "first_read_s": self._t(self.first_read.get(write.invocation.value))
+            if isinstance(write.invocation.value, str) else None,
             "winner": {
                 "version": winner_version,
                 "origin": winner_origin,
@@ -144,7 +157,7 @@ class Ledger:
                 "invoked_s": self._t(winner.invocation.mono) if winner is not None else None,
                 "acknowledged_s": self._t(winner.completion.mono) if winner and winner.completion else None,
             },
-            "cause": self._cause(write, winner, winner_origin),
+            "cause": "skew" if region == origin else self._cause(write, winner, winner_origin),
             "learnt": learnt,
         }
 
@@ -176,18 +189,21 @@ class Ledger:
             "replicated": len(entries) - at_origin,
             "at_origin": at_origin,
             "unacknowledged": self.unacknowledged,
+            "never_read": len({e["version"] for e in entries if e["first_read_s"] is None}),
             "by_pair": dict(sorted(Counter(f"{e['origin']}->{e['winner']['origin']}" for e in entries).items())),
             "by_region": dict(sorted(Counter(e["region"] for e in entries).items())),
             "by_table": dict(sorted(Counter(e["table"] for e in entries).items())),
             "by_cause": {cause: sum(1 for e in entries if e["cause"] == cause) for cause in CAUSES},
         }
 
-    def key_versions(self, limit: int = 300) -> dict[str, list[dict[str, Any]]]:
+    def key_versions(self, limit: int = 300, exclude=None) -> dict[str, list[dict[str, Any]]]:
         """{"table|key": [every acknowledged version of the key, in version order: value, origin, when written,
         whether it won, and when each region learnt of it]} for the `limit` keys with the most versions (and every
-        key with a ledger entry)."""
+        key with a ledger entry); keys for which `exclude(key)` holds are left out."""
         by_key: dict[str, list[tuple[str, _Write]]] = {}
         for version, write in self.by_version.items():
+            if exclude is not None and exclude(write.invocation.key):
+                continue
             name = f"{write.invocation.table}|{key_id(write.invocation.key)}"
             by_key.setdefault(name, []).append((version, write))
         lost = {f"{e['table']}|{e['key']}" for e in self.entries}

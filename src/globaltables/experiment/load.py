@@ -102,10 +102,34 @@ class KeyCodec:
         return key
 
     def probe_key(self, region_index: int, region: str) -> dict:
-        key = {self.hash_name: self._value(self.hash_name, f"__lag__{region}", -1 - region_index)}
+        key = {self.hash_name: self._value(self.hash_name, f"{PROBE_KEY_PREFIX}{region}", -1 - region_index)}
         if self.range_name is not None:
             key[self.range_name] = self._value(self.range_name, "item", 0)
         return key
+
+
+PROBE_KEY_PREFIX = "__lag__"
+
+
+def is_probe_key(key: Any) -> bool:
+    """Whether a history key is a lag probe's (`KeyCodec.probe_key`): its hash value starts with PROBE_KEY_PREFIX
+    (string and binary keys) or is negative (number keys; workload keys count from 0)."""
+    if not isinstance(key, dict):
+        return False
+    for value in key.values():
+        if not isinstance(value, dict):
+            continue
+        if "S" in value and str(value["S"]).startswith(PROBE_KEY_PREFIX):
+            return True
+        if "N" in value and str(value["N"]).startswith("-"):
+            return True
+        if "B" in value:
+            try:
+                if base64.b64decode(value["B"]).startswith(PROBE_KEY_PREFIX.encode()):
+                    return True
+            except ValueError:
+                pass
+    return False
 
 
 def version_order(version: str) -> tuple[str, str]:

@@ -183,11 +183,11 @@ SCHEMA: dict[str, Any] = {
         },
         "lost_writes": {
             "type": "object",
-            "required": ["count", "writes", "replicated", "at_origin", "unacknowledged", "by_pair", "by_region",
+            "required": ["count", "writes", "replicated", "at_origin", "unacknowledged", "never_read", "by_pair", "by_region",
                          "by_table", "by_cause"],
             "properties": {
                 **{k: {"type": "integer", "minimum": 0}
-                   for k in ("count", "writes", "replicated", "at_origin", "unacknowledged")},
+                   for k in ("count", "writes", "replicated", "at_origin", "unacknowledged", "never_read")},
                 "by_pair": {"type": "object", "propertyNames": {"pattern": "^[^>]+->[^>]+$"},
                             "additionalProperties": {"type": "integer"}},
                 "by_region": {"type": "object", "additionalProperties": {"type": "integer"}},

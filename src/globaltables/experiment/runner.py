@@ -36,6 +36,7 @@ from ..chaos.checkers.lww import check_lww
 from ..chaos.checkers.result import LABEL, CheckResult, exit_status, verdict_of
 from ..chaos.checkers.staleness import check_staleness
 from ..chaos.exports import write_exports
+from ..chaos.faults import table_problems
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
@@ -44,7 +45,7 @@ from ..runtime.rng import Rng
 from . import ledger
 from . import results as results_module
 from .deployment import Deployment, DeploymentError, attached
-from .load import LoadGenerator
+from .load import LoadGenerator, is_probe_key
 from .supervisor import Supervisor, SupervisorError
 from .topology import Topology, TopologyError, load_topology
 from .workload import Workload, parse_workload
@@ -311,9 +312,13 @@ def load_chaos(chaos_path: Path | None, topology: Topology, seed: int):
         return None
     witnesses = [region.name for region in topology.regions if region.role == "witness"]
     try:
-        return load_schedule(chaos_path, list(topology.region_names), witnesses, seed=seed)
+        schedule = load_schedule(chaos_path, list(topology.region_names), witnesses, seed=seed)
     except ScheduleError as error:
         raise RunAborted("\n".join(error.errors)) from None
+    problems = table_problems(schedule.faults, [spec.name for spec in topology.tables], str(chaos_path))
+    if problems:
+        raise RunAborted("\n".join(problems))
+    return schedule
 
 
 class _LoopFaults:
@@ -506,7 +511,7 @@ async def _run_against(
             CheckResult("quiescence", False, f"replication did not drain within {workload.quiesce_timeout_s:.0f} s")
         )
     history.write_jsonl(out_dir / "history.jsonl")
-    write_exports(out_dir, history)  # the same history for elle-cli and Porcupine (chaos/exports.py)
+    write_exports(out_dir, history, exclude=is_probe_key)  # for elle-cli and Porcupine (chaos/exports.py)
     write_samples(out_dir / "samples.csv", load.samples, measure_from)
     write_final_states(out_dir / "final_state.jsonl", states)
     lost = ledger.build_ledger(history, decisions, measure_from)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from ..chaos.faults import table_problems
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..runtime.yaml_documents import load_yaml
 from .topology import Topology, TopologyError, load_topology
@@ -70,8 +71,12 @@ def _validate_schedule(path: Path, topologies: list[Topology], report: Callable[
     failures: list[str] = []
     for topology, regions, witnesses in candidates:
         try:
-            load_schedule(path, regions, witnesses)
-            return True
+            schedule = load_schedule(path, regions, witnesses)
+            problems = [] if topology is None else table_problems(schedule.faults, [t.name for t in topology.tables],
+                                                                  str(path))  # fmt: skip
+            if not problems:
+                return True
+            failures.extend(f"{line} (against topology {topology.name})" for line in problems)
         except (ScheduleError, ValueError) as error:
             if not isinstance(error, ScheduleError):
                 failures.append(f"{path}: {error}")
