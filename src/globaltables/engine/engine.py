@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runtime.clock import Clock
+from ..runtime.ids import IdSource, random_ids
 from . import streams, table_arns
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
@@ -58,8 +59,11 @@ class Engine:
         stream_retention_s: float = DEFAULT_RETENTION_S,
         versions: VersionSource | None = None,
         tombstone_retention_s: float = DEFAULT_RETENTION_S,
+        ids: IdSource | None = None,
     ) -> None:
         self.store = store
+        # New identifiers (TableId): injected, so a simulation draws them from its seed (runtime/ids.py).
+        self.new_id = ids if ids is not None else random_ids()
         # Item versions for global tables (replica.py, docs/replication.md): the region's hybrid logical clock, or
         # None for a standalone region, whose writes carry no version.
         self.versions = versions

@@ -11,9 +11,9 @@ calls DescribeTable before its first 20 s delay, so it returns at once.
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 
+from ..runtime.ids import name_based_id
 from .schema import IndexDefinition, TableDefinition
 
 # The documented default quotas; DescribeLimits reports them and the description of on-demand capacity uses -1
@@ -204,7 +204,7 @@ def sse_description(engine, spec: dict | None) -> dict | None:
     key_id = spec.get("KMSMasterKeyId")
     if key_id is None:
         # The AWS managed key (alias/aws/dynamodb): one stable key per account and Region.
-        key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kms:{engine.account}:{engine.region}:alias/aws/dynamodb"))
+        key_id = name_based_id(f"kms:{engine.account}:{engine.region}:alias/aws/dynamodb")
     if key_id.startswith("arn:"):
         key_arn = key_id
     elif key_id.startswith("alias/"):

@@ -29,6 +29,7 @@ from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
+from ..runtime.ids import seeded_ids
 from ..runtime.rng import Rng
 from ..runtime.transport import Envelope
 from .clock import SimClock
@@ -108,12 +109,15 @@ class SimRegion:
         self.cluster = cluster
         self.clock = SimClock(cluster.scheduler, offset_s=offset_s)
         self.store = store if store is not None else MemoryStore()
+        self.ids = seeded_ids(cluster.rng.fork(f"ids/{name}"))  # one stream across restarts: no id drawn twice
         self.start()
 
     def start(self) -> None:
         cluster = self.cluster
         self.hlc = HybridLogicalClock(self.clock, cluster.max_clock_offset_ms, mode=cluster.conflict_clock)
-        self.engine = Engine(self.store, self.clock, region=self.name, versions=HlcVersionSource(self.hlc, self.name))
+        self.engine = Engine(
+            self.store, self.clock, region=self.name, versions=HlcVersionSource(self.hlc, self.name), ids=self.ids
+        )
         peers = [region for region in cluster.region_names if region != self.name]
         self.node = cluster.node_factory(self.name, peers, self.engine.replica, cluster.config, self.hlc)
         self.driver = NodeDriver(self.node, cluster.scheduler, cluster.network)

@@ -34,6 +34,7 @@ from ..engine.strong import StrongStore, item_id, make_strong
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
+from ..runtime.ids import seeded_ids
 from ..runtime.rng import Rng
 from .clock import SimClock
 from .cluster import DEFAULT_TABLE, NodeDriver, reopen, scan_items
@@ -74,6 +75,7 @@ class MrscMember:
         self.name = name
         self.witness = witness
         self.clock = SimClock(cluster.scheduler, offset_s=offset_s)
+        self.ids = seeded_ids(cluster.rng.fork(f"ids/{name}"))  # one stream across restarts: no id drawn twice
         self.store = SqliteStore(None)
         self.engine: Engine | None = None  # a replica's tables; None for the witness
         self.api: Engine | None = None  # what the region's API answers with: the engine (a witness's has no tables)
@@ -81,7 +83,7 @@ class MrscMember:
 
     def start(self) -> None:
         cluster = self.cluster
-        self.api = Engine(self.store, self.clock, region=self.name)
+        self.api = Engine(self.store, self.clock, region=self.name, ids=self.ids)
         self.engine = None if self.witness else self.api
         self.strong = StrongStore(self.store, self.engine, self.name)
         others = cluster.others(self.name)
@@ -139,7 +141,7 @@ class MrscCluster:
         replicas = self.replicas()
         for member in self.members.values():
             if not member.witness:
-                engine = Engine(member.store, member.clock, region=member.name)
+                engine = Engine(member.store, member.clock, region=member.name, ids=member.ids)
                 for request in requests:
                     engine.handle("CreateTable", dict(request))
                     make_strong(engine, request["TableName"], replicas, witness)

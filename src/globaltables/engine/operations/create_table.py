@@ -6,8 +6,6 @@ ACTIVE (see `table_description`).
 
 from __future__ import annotations
 
-import uuid
-
 from ..errors import ResourceInUseException
 from ..schema import TableDefinition
 from ..table_description import describe_table, sse_description, stream_label
@@ -33,7 +31,7 @@ def new_definition(engine, request: dict, shape: TableShape) -> TableDefinition:
     now = engine.clock.wall_time()
     definition = TableDefinition(
         name=name,
-        table_id=str(uuid.uuid4()),
+        table_id=engine.new_id(),
         arn=engine.table_arn(name),
         key=shape.key,
         attribute_definitions=shape.attribute_definitions,
