@@ -10,7 +10,6 @@ import pytest
 
 from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
-from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
 
 DUPLICATES = "Provided list of item keys contains duplicates"

@@ -15,7 +15,6 @@ import pytest
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
 from globaltables.engine.storage.records import ItemWrite
-from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
 
 INVALID = "One or more parameter values were invalid: "
