@@ -242,8 +242,9 @@ class StrongStore:
 
     # ------------------------------------------------------------------------------------------------ writes
 
-    def accept(self, proposal: Pending) -> None:
-        """Hold `proposal` (pending) and record the vote accept, durably and together."""
+    def accept(self, proposal: Pending, answer: str = "accept") -> None:
+        """Hold `proposal` (pending) and record the vote (`accept`, or `accept-again` after a conflict), durably
+        and together."""
         self._transaction(
             [
                 (
@@ -261,8 +262,8 @@ class StrongStore:
                     ),
                 ),
                 (
-                    "INSERT OR REPLACE INTO mrsc_votes (pid, tbl, item, answer) VALUES (?, ?, ?, 'accept')",
-                    (proposal.pid, proposal.table, item_id(proposal.key)),
+                    "INSERT OR REPLACE INTO mrsc_votes (pid, tbl, item, answer) VALUES (?, ?, ?, ?)",
+                    (proposal.pid, proposal.table, item_id(proposal.key), answer),
                 ),
             ]
         )
@@ -283,7 +284,7 @@ class StrongStore:
         must not find this member without a vote and be accepted (`settled`)."""
         statements: list[tuple[str, tuple[Any, ...]]] = []
         row = self.store.db.execute("SELECT tbl, item, answer FROM mrsc_votes WHERE pid = ?", (pid,)).fetchone()
-        if row is not None and row[2] != "accept":  # an accepted proposal committed: its version guards it
+        if row is not None and row[2] not in ("accept", "accept-again"):  # committed: its version guards it
             coordinator, epoch, n = pid_parts(pid)
             statements.append(
                 (
@@ -318,11 +319,33 @@ class StrongStore:
         )
 
     def abort(self, pid: str, table: str, key: dict) -> None:
-        """The coordinator's own proposal is aborted: forget it."""
+        """The coordinator's own proposal is aborted: its pending row goes and its vote row becomes the aborted
+        record (`aborted`), so it can always say how it decided (docs/mrsc.md, "Who decides")."""
         self._transaction(
             [
                 ("DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND pid = ?", (table, item_id(key), pid)),
+                (
+                    "INSERT OR REPLACE INTO mrsc_votes (pid, tbl, item, answer) VALUES (?, ?, ?, 'aborted')",
+                    (pid, table, item_id(key)),
+                ),
+            ]
+        )
+
+    def abandon(self, pid: str, table: str, key: dict) -> None:
+        """Another member's proposal this member accepted was aborted by its coordinator: drop the pending row and
+        the vote, and raise the settled mark (as `drop_vote` does for a refusal), in one transaction."""
+        coordinator, epoch, n = pid_parts(pid)
+        ident = item_id(key)
+        self._transaction(
+            [
+                ("DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND pid = ?", (table, ident, pid)),
                 ("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)),
+                (
+                    "INSERT INTO mrsc_settled (tbl, item, coordinator, epoch, n) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (tbl, item, coordinator) DO UPDATE SET epoch = excluded.epoch, n = excluded.n"
+                    " WHERE (excluded.epoch, excluded.n) > (mrsc_settled.epoch, mrsc_settled.n)",
+                    (table, ident, coordinator, epoch, n),
+                ),
             ]
         )
 
