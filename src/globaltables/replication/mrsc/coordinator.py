@@ -103,6 +103,7 @@ class Coordinator:
             proposal.outranked_at = now
         node = self.node
         pending = proposal.pending
+        node.note_member_cv(src, pending.table, pending.key, vote.cv)
         if vote.answer not in ACCEPTS and vote.cv > node.port.committed(pending.table, pending.key)[0]:
             node.adopt(pending.table, pending.key, vote.cv, vote.cpid, vote.image, now)
         self._decide(proposal, now)
@@ -126,7 +127,8 @@ class Coordinator:
             for member in others:
                 node.send(member, Commit(pending.pid, pending.table, pending.key, pending.version, pending.image))
         else:
-            node.port.abort(pending.pid, pending.table, pending.key)
+            node.port.abort(pending.pid, pending.table, pending.key, pending.version)
+            node.note_aborted(pending.table, pending.key)
             for member in others:
                 node.send(member, Abort(pending.pid, pending.table, pending.key))
             if op is not None and not op.done:

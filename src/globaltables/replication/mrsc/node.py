@@ -87,6 +87,9 @@ class MrscNode:
         self.members = tuple(sorted((region, *others)))  # for ranks: every member sorts the same names
         # Recovery of proposals accepted here and not yet decided: pid -> (next ask, asks so far, table, key).
         self._recover: dict[str, tuple[float, int, str, dict]] = {}
+        # Aborted records' clean-up: (table, item id) -> {other member: greatest commit version seen in its votes},
+        # for the items this coordinator keeps aborted records of (memory only: a crash merely delays it).
+        self._member_cv: dict[tuple[str, str], dict[str, int]] = {}
         # Vote clean-up: pid -> (next ask, asks so far, table, key) of votes on other members' proposals.
         self._vote_due: dict[str, tuple[float, int, str, dict]] = {}
         # Witness trimming: (table, item id) -> {replica: commit version it is known to hold}; the sweep's timer,
@@ -115,6 +118,9 @@ class MrscNode:
         for pid, table, key, _answer in self.port.all_votes():
             if _coordinator_of(pid) in self.others:
                 self._vote_due[pid] = (now + self.config.resolve_ms / 1000, 0, table, key)
+        if not self.port.witness:
+            for table, key in self.port.aborted_items():
+                self.note_aborted(table, key)
         if self.port.witness and self.port.untrimmed():
             self._sweep_at = now + self.config.resolve_ms / 1000
         return self._flush()
@@ -186,7 +192,7 @@ class MrscNode:
             held = port.pending(message.table, message.key)
             if message.pid not in self.coordinator.proposals and (held is None or held.pid != message.pid):
                 # Decided here (applied, or aborted with its aborted record), durably: we never ask about it again.
-                committed = port.vote(message.pid) != "aborted"
+                committed = not port.aborted(message.pid)
                 self.send(envelope.src, Settled(message.pid, message.table, message.key, committed))
         elif kind is Settled:
             self._settled(message, now)
@@ -246,6 +252,21 @@ class MrscNode:
         if self.port.apply(table, key, cv, cpid, image, drop_vote=False):
             self._committed_here(table, key, now)
             self.item_changed(table, key, now)
+
+    def note_aborted(self, table: str, key: dict) -> None:
+        """The item has aborted records here: watch the other members' versions of it (`note_member_cv`)."""
+        self._member_cv.setdefault((table, item_id(key)), {})
+
+    def note_member_cv(self, member: str, table: str, key: dict, cv: int) -> None:
+        """A vote showed `member` durably holding version `cv` of the item; once both others hold a version, the
+        aborted records at or below it can go (engine/strong.py `forget_aborted`)."""
+        ident = (table, item_id(key))
+        seen = self._member_cv.get(ident)
+        if seen is None:
+            return
+        seen[member] = max(cv, seen.get(member, 0))
+        if len(seen) == len(self.others) and not self.port.forget_aborted(table, key, min(seen.values())):
+            del self._member_cv[ident]
 
     def item_changed(self, table: str, key: dict, now: float) -> None:
         self.coordinator.pump(table, key, now)
