@@ -394,6 +394,9 @@ def describe(op: _Op) -> str:
     condition = ""
     if op.condition is not None:
         condition = " if the item " + ("exists" if op.condition.get("exists") else "does not exist")
+    if op.kind == REFUSAL:  # a refusal wrote nothing: say what it would have written
+        described = isinstance(invoke.value, dict) and "update" in invoke.value
+        value = "its expression" if described else _show(canonical(invoke.value))
     what = "delete" if invoke.is_delete else f"{invoke.f} of {value}"
     if op.kind == REFUSAL:
         return f"{what}{condition} by {who} ({span}) refused with ConditionalCheckFailed"
