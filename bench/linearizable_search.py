@@ -22,8 +22,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "src"), str(HERE.parent / "tests"), str(HERE.parent / "tests" / "sim")]
 
-from globaltables.chaos.checkers import linearizable  # noqa: E402
-from test_mrsc_checker_budget import flaky_links_run  # noqa: E402
+from test_mrsc_checker_budget import flaky_links_run
+
+from globaltables.chaos.checkers import linearizable
 
 
 def main() -> None:

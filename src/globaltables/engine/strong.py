@@ -294,15 +294,7 @@ class StrongStore:
         statements: list[tuple[str, tuple[Any, ...]]] = []
         row = self.store.db.execute("SELECT tbl, item, answer FROM mrsc_votes WHERE pid = ?", (pid,)).fetchone()
         if row is not None and row[2] not in ("accept", "accept-again"):  # committed: its version guards it
-            coordinator, epoch, n = pid_parts(pid)
-            statements.append(
-                (
-                    "INSERT INTO mrsc_settled (tbl, item, coordinator, epoch, n) VALUES (?, ?, ?, ?, ?)"
-                    " ON CONFLICT (tbl, item, coordinator) DO UPDATE SET epoch = excluded.epoch, n = excluded.n"
-                    " WHERE (excluded.epoch, excluded.n) > (mrsc_settled.epoch, mrsc_settled.n)",
-                    (row[0], row[1], coordinator, epoch, n),
-                )
-            )
+            statements.append(_raise_mark(row[0], row[1], pid))
         statements.append(("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)))
         self._transaction(statements)
 
@@ -364,18 +356,12 @@ class StrongStore:
     def abandon(self, pid: str, table: str, key: dict) -> None:
         """Another member's proposal this member accepted was aborted by its coordinator: drop the pending row and
         the vote, and raise the settled mark (as `drop_vote` does for a refusal), in one transaction."""
-        coordinator, epoch, n = pid_parts(pid)
         ident = item_id(key)
         self._transaction(
             [
                 ("DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND pid = ?", (table, ident, pid)),
                 ("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)),
-                (
-                    "INSERT INTO mrsc_settled (tbl, item, coordinator, epoch, n) VALUES (?, ?, ?, ?, ?)"
-                    " ON CONFLICT (tbl, item, coordinator) DO UPDATE SET epoch = excluded.epoch, n = excluded.n"
-                    " WHERE (excluded.epoch, excluded.n) > (mrsc_settled.epoch, mrsc_settled.n)",
-                    (table, ident, coordinator, epoch, n),
-                ),
+                _raise_mark(table, ident, pid),
             ]
         )
 
@@ -440,3 +426,14 @@ class StrongStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+
+def _raise_mark(table: str, ident: str, pid: str) -> tuple[str, tuple[Any, ...]]:
+    """The statement raising the item's settled mark for pid's coordinator to pid (never lowering it)."""
+    coordinator, epoch, n = pid_parts(pid)
+    return (
+        "INSERT INTO mrsc_settled (tbl, item, coordinator, epoch, n) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (tbl, item, coordinator) DO UPDATE SET epoch = excluded.epoch, n = excluded.n"
+        " WHERE (excluded.epoch, excluded.n) > (mrsc_settled.epoch, mrsc_settled.n)",
+        (table, ident, coordinator, epoch, n),
+    )

@@ -31,8 +31,8 @@ import orjson
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.linearizable import check as check_linearizable
 from ..chaos.checkers.lww import check_lww
-from ..chaos.checkers.staleness import check_staleness
 from ..chaos.checkers.result import LABEL, CheckResult, exit_status, verdict_of
+from ..chaos.checkers.staleness import check_staleness
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER

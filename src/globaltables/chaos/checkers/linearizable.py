@@ -172,9 +172,16 @@ def check(
             undecided.append(name)
         elif not verdict:
             proof, minimal = explanation(ops, start) if explain else (ops, False)
-            findings.append(Finding(table, key, "not-linearizable", sentence(proof, minimal), sorted(
-                {p.region for op in proof for p in (op.invoke, op.done) if p is not None and p.region}
-            ), operations=records(proof)))
+            findings.append(
+                Finding(
+                    table,
+                    key,
+                    "not-linearizable",
+                    sentence(proof, minimal),
+                    sorted({p.region for op in proof for p in (op.invoke, op.done) if p is not None and p.region}),
+                    operations=records(proof),
+                )
+            )
     slowest = sorted(steps_of.items(), key=lambda kv: -kv[1])[:5]
     stats = {
         "keys": len(per_key),

@@ -21,7 +21,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from .messages import ACCEPT, ACCEPT_AGAIN, CONFLICT, FENCED, OUTRANKED, SETTLED, STALE, Propose, Repropose, Status, Vote
+from .messages import (
+    ACCEPT,
+    ACCEPT_AGAIN,
+    CONFLICT,
+    FENCED,
+    OUTRANKED,
+    SETTLED,
+    STALE,
+    Propose,
+    Repropose,
+    Status,
+    Vote,
+)
 
 Rank = Callable[[int, str], tuple[int, int]]  # (version, coordinator) -> rank
 
@@ -75,7 +87,9 @@ def answer(port: StrongPort, message: Propose | Repropose | Status, make_pending
     if cv >= message.version:  # rule 4
         return Vote(message.pid, STALE, cv, cpid, image), False
     if not free:  # rule 5
-        why = OUTRANKED if rank(held.version, held.coordinator) > rank(message.version, message.coordinator) else CONFLICT
+        why = (
+            OUTRANKED if rank(held.version, held.coordinator) > rank(message.version, message.coordinator) else CONFLICT
+        )
         port.refuse(message.pid, message.table, message.key, why)
         return Vote(message.pid, why, cv, cpid, image), False
     if type(message) is not Status:  # rule 6

@@ -152,7 +152,21 @@ class Settled:
     committed: bool
 
 
-Message = Propose | Repropose | Status | Vote | Commit | Abort | Sync | Synced | SyncRange | RangeSynced | Held | Outcome | Settled
+Message = (
+    Propose
+    | Repropose
+    | Status
+    | Vote
+    | Commit
+    | Abort
+    | Sync
+    | Synced
+    | SyncRange
+    | RangeSynced
+    | Held
+    | Outcome
+    | Settled
+)
 
 KINDS: dict[str, type] = {
     "propose": Propose, "repropose": Repropose, "status": Status, "vote": Vote, "commit": Commit, "abort": Abort, "sync": Sync,

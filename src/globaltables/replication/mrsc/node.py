@@ -382,8 +382,8 @@ class MrscNode:
                 del self._recover[pid]
                 continue
             third = [m for m in self.others if m != held.coordinator]
-            for member in third:
-                self.send(member, Status(pid, table, key, held.version, held.coordinator))
+            for other in third:
+                self.send(other, Status(pid, table, key, held.version, held.coordinator))
             if held.coordinator in self.others:
                 self.send(held.coordinator, Outcome(pid, table, key))
             self._recover[pid] = (now + self.config.resolve_ms / 1000 * 2 ** min(asks, 2), asks + 1, table, key)
