@@ -32,7 +32,8 @@ def test_commit_decision_rules():
     assert commit.decide({"b": "fenced", "c": "settled"}) == commit.RETRY
     assert commit.decide({"b": "stale", "c": "conflict"}, met=True) == commit.RWCE  # the racer it met committed
     assert commit.replaces("conflict", "accept-again") and commit.replaces("conflict", "stale")
-    assert not commit.replaces("conflict", "outranked") and not commit.replaces("fenced", "accept")
+    assert commit.replaces("conflict", "outranked")  # the member now holds a higher-ranked racer
+    assert not commit.replaces("fenced", "accept") and not commit.replaces("outranked", "accept")
 
 
 def test_messages_round_trip_and_refuse_bad_shapes():

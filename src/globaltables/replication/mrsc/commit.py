@@ -14,7 +14,8 @@ Rule 4: two refusals of which one is `stale`, `fenced` or `settled` abort, and t
 newer version (a retry is safe: the abort is definite) — unless a member's `conflict` became `stale`: the racing
 proposal it held committed, so the write met a conflicting one and gets ReplicatedWriteConflictException (`met`).
 Rule 5: time never decides: a timeout answers the client 500 and leaves the proposal to be resolved.
-Answers are never replaced, except a `conflict` by the same member's `accept-again` or `stale` (`replaces`).
+Answers are never replaced, except a `conflict` by the same member's `accept-again`, `stale` or `outranked`
+(`replaces`).
 """
 
 from __future__ import annotations
@@ -41,4 +42,4 @@ def decide(answers: Mapping[str, str], members: int = 2, *, met: bool = False, w
 
 def replaces(earlier: str | None, answer: str) -> bool:
     """Whether a member's new answer counts instead of its earlier one."""
-    return earlier is None or (earlier == CONFLICT and (answer in ACCEPTS or answer == STALE))
+    return earlier is None or (earlier == CONFLICT and (answer in ACCEPTS or answer in (STALE, OUTRANKED)))

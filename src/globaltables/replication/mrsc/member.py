@@ -1,9 +1,9 @@
 """The acceptor: how a member answers Propose, Repropose and Status (docs/mrsc.md, "Accept rule").
 
 Rule 1: a recorded vote is answered again, whatever has happened since (a member never answers a proposal two
-ways) — except that a recorded `conflict` asked again by a Repropose becomes `stale` once the member holds the
-version, or an acceptance (`accept-again`) once it no longer holds a conflicting proposal: the only changes an
-answer ever makes.
+ways) — except that a recorded `conflict`, asked again (Repropose or Status), becomes `stale` once the member holds
+the version, `outranked` once the proposal it holds now ranks higher, or an acceptance (`accept-again`, Repropose
+only) once it holds no conflicting proposal: the only changes an answer ever makes.
 Rule 2: the proposal committed here is answered accept.
 Rule 3: a proposal at or below the item's settled mark for its coordinator (its vote, or its acceptance, was
 dropped once it was decided) is answered `settled`, unrecorded: a late copy of its Propose must not find the member
@@ -73,10 +73,13 @@ def answer(port: StrongPort, message: Propose | Repropose | Status, make_pending
     recorded = port.vote(message.pid)
     free = held is None or held.pid == message.pid
     if recorded is not None:  # rule 1
-        if recorded == CONFLICT and type(message) is Repropose:
+        if recorded == CONFLICT and type(message) is not Propose:  # asked again: Repropose or Status
             if cv >= message.version:
                 return Vote(message.pid, STALE, cv, cpid, image), False
-            if free and not port.settled(message.pid, message.table, message.key):
+            if not free and rank(held.version, held.coordinator) > rank(message.version, message.coordinator):
+                port.refuse(message.pid, message.table, message.key, OUTRANKED)  # what it holds now ranks higher
+                return Vote(message.pid, OUTRANKED, cv, cpid, image), False
+            if free and type(message) is Repropose and not port.settled(message.pid, message.table, message.key):
                 port.accept(make_pending(message), ACCEPT_AGAIN)
                 return Vote(message.pid, ACCEPT_AGAIN, cv, cpid, image), True
         return Vote(message.pid, recorded, cv, cpid, image), False

@@ -39,7 +39,6 @@ from .messages import (
     ACCEPT,
     ACCEPT_AGAIN,
     ACCEPTS,
-    CONFLICT,
     FENCED,
     STALE,
     Abort,
@@ -397,9 +396,7 @@ class MrscNode:
             self._recover.pop(vote.pid, None)
             return
         own = self.port.vote(vote.pid)
-        proves = (own == ACCEPT and vote.answer in (*ACCEPTS, CONFLICT, FENCED)) or (
-            own == ACCEPT_AGAIN and vote.answer == ACCEPT
-        )
+        proves = (own == ACCEPT and vote.answer in (*ACCEPTS, FENCED)) or (own == ACCEPT_AGAIN and vote.answer == ACCEPT)
         if proves:
             del self._recover[vote.pid]
             # The vote stays, so a late Status from the coordinator is still answered as before.
