@@ -20,10 +20,10 @@ from typing import Any
 
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.result import exit_status
-from ..chaos.region_refs import expand_step
 from ..chaos.controller import Controller
 from ..chaos.faults import FaultError, build, parse_duration
 from ..chaos.history import History, key_id
+from ..chaos.region_refs import expand_step
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..chaos.target import RegionControlTarget, TargetError
 from .region_settings import SecretError, read_secret
