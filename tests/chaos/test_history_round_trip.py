@@ -22,7 +22,9 @@ def round_trip(history: History) -> History:
     again = History.loads(history.dumps())
     assert again.ops == history.ops
     assert again.dumps() == history.dumps()
-    assert [(a.index, b and b.index) for a, b in again.pairs()] == [(a.index, b and b.index) for a, b in history.pairs()]
+    assert [(a.index, b and b.index) for a, b in again.pairs()] == [
+        (a.index, b and b.index) for a, b in history.pairs()
+    ]
     return again
 
 

@@ -238,4 +238,6 @@ def test_an_invalid_key_is_explained_by_a_closed_minimal_set_of_operations():
     invocations = [op for op in finding.operations if op.type == "invoke"]
     assert [(op.f, op.value) for op in invocations] == [("put", "a"), ("put", "b"), ("get", None)], finding
     assert finding.detail.startswith("no order of these 3 operations is linearizable")
-    assert "returned 'a'" in finding.detail and "(1) before (2)" in finding.detail and "(2) before (3)" in finding.detail
+    assert (
+        "returned 'a'" in finding.detail and "(1) before (2)" in finding.detail and "(2) before (3)" in finding.detail
+    )

@@ -122,3 +122,15 @@ def test_role_references_expand_and_name_what_the_topology_lacks():
     )
     with pytest.raises(ScheduleError, match="the topology has no witness"):
         parse_schedule({"steps": [{"at": 0, "do": "isolate", "region": "witness", "for": "1s"}]}, ["a", "b", "c"])
+
+
+def test_the_chaos_command_takes_a_region_by_role_or_position_too():
+    from globaltables.chaos.faults import FaultError
+    from globaltables.experiment.chaos_commands import cli_fault
+
+    topology = load_topology(ROOT / "topologies" / "mrsc-witness.yaml")
+    fault = cli_fault(topology, "partition", ["replica[0]", "witness"], False)
+    assert fault.regions == ("us-east-1", "us-west-2")
+    assert cli_fault(topology, "crash", ["replica[-1]"], False).regions == ("us-east-2",)
+    with pytest.raises(FaultError, match="names 2 faults"):
+        cli_fault(topology, "crash", ["replicas"], False)

@@ -19,14 +19,21 @@ def ops(cluster, f=None, type_=None):
             and (type_ is None or op.type == type_)]  # fmt: skip
 
 
-def test_commit_table_rules():
-    assert commit.step(commit.WAITING, "accept") == (commit.COMMITTED, commit.COMMIT)
-    state, outcome = commit.step(commit.WAITING, "conflict")
-    assert outcome is None and commit.step(state, "conflict") == (commit.ABORTED, commit.RWCE)
-    assert commit.step(state, "accept") == (commit.COMMITTED, commit.COMMIT)
-    state, _ = commit.step(commit.WAITING, "stale")
-    assert commit.step(state, "conflict") == (commit.ABORTED, commit.RETRY)
-    assert commit.step(commit.COMMITTED, "conflict") == (commit.COMMITTED, None)
+def test_commit_decision_rules():
+    assert commit.decide({"b": "accept"}) == commit.COMMIT
+    assert commit.decide({"b": "conflict", "c": "accept-again"}) == commit.COMMIT
+    assert commit.decide({"b": "outranked"}) is None  # the third member may still accept: it arrived there first
+    assert commit.decide({"b": "outranked"}, waited=True) == commit.RWCE  # the higher-ranked racer goes ahead
+    assert commit.decide({"b": "outranked", "c": "accept"}) == commit.COMMIT
+    assert commit.decide({"b": "outranked", "c": "conflict"}) == commit.RWCE
+    assert commit.decide({"b": "conflict"}) is None
+    assert commit.decide({"b": "conflict", "c": "conflict"}) is None  # lower-ranked racers give way: wait
+    assert commit.decide({"b": "stale", "c": "conflict"}) == commit.RETRY
+    assert commit.decide({"b": "fenced", "c": "settled"}) == commit.RETRY
+    assert commit.decide({"b": "stale", "c": "conflict"}, met=True) == commit.RWCE  # the racer it met committed
+    assert commit.replaces("conflict", "accept-again") and commit.replaces("conflict", "stale")
+    assert commit.replaces("conflict", "outranked")  # the member now holds a higher-ranked racer
+    assert not commit.replaces("fenced", "accept") and not commit.replaces("outranked", "accept")
 
 
 def test_messages_round_trip_and_refuse_bad_shapes():

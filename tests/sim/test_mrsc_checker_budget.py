@@ -21,14 +21,14 @@ from globaltables.runtime.rng import Rng
 from globaltables.sim.mrsc_cluster import MrscCluster
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = 6  # one of the seeds whose key ran the search of the recorded history out of its 2,000,000 steps
+SEEDS = range(1, 16)  # the first seed whose recorded history runs the search out of its 2,000,000 steps is the case
 
 
 def flaky_links_run(seed: int) -> MrscCluster:
     topology = load_topology(ROOT / "topologies" / "mrsc-test.yaml")
     witnesses = [region.name for region in topology.regions if region.role == "witness"]
     schedule = load_schedule(ROOT / "chaos" / "flaky-links.yaml", list(topology.region_names), witnesses)
-    cluster = MrscCluster.from_topology(topology, seed, journal=False, config=MrscConfig(write_timeout_ms=70))
+    cluster = MrscCluster.from_topology(topology, seed, journal=False, config=MrscConfig(write_timeout_ms=50))
     rng = Rng(seed).fork("w")
     key = {"id": {"S": "k0"}}
     values = iter(range(1, 1_000_000))
@@ -53,13 +53,18 @@ def flaky_links_run(seed: int) -> MrscCluster:
 
 
 def test_the_flaky_links_false_alarm_is_now_valid():
-    history = flaky_links_run(SEED).history
+    for seed in SEEDS:
+        history = flaky_links_run(seed).history
+        reduced = linearizable.check(history)
+        assert reduced.verdict == "valid", (seed, reduced)
+        assert reduced.stats["steps_max"] < 20_000, (seed, reduced.stats)
+        as_recorded = linearizable.check(history, reductions=False)
+        if as_recorded.verdict == "unknown":  # what `globaltables run` used to report as FAIL
+            break
+        assert as_recorded.verdict == "valid", (seed, as_recorded)
+    else:
+        raise AssertionError(f"no seed in {SEEDS} exhausts the search of the history as recorded")
     in_doubt = sum(1 for op in history.ops if op.type == "info" and op.f == "put")
     assert in_doubt > 150, in_doubt
-    as_recorded = linearizable.check(history, reductions=False)
-    assert as_recorded.verdict == "unknown", as_recorded  # what `globaltables run` used to report as FAIL
     assert as_recorded.undecided == ['Items[{"id":{"S":"k0"}}]']
-    reduced = linearizable.check(history)
-    assert reduced.verdict == "valid", reduced
     assert reduced.stats["dropped_info_writes"] > 150
-    assert reduced.stats["steps_max"] < 20_000, reduced.stats

@@ -90,3 +90,15 @@ def test_votes_whose_commit_or_abort_was_lost_are_cleared(monkeypatch):
     for name, member in cluster.members.items():
         assert member.strong.all_votes() == [], name
         assert member.strong.all_pending() == [], name
+
+
+def test_aborted_records_go_once_both_other_members_hold_a_newer_version():
+    cluster = run(31, operations=1500)
+    assert linearizable.check(cluster.history).passed
+    refused = sum(1 for op in cluster.history.ops if op.error == "ReplicatedWriteConflictException")
+    assert refused > 20  # many aborts happened, each leaving a record for a while
+    for name, member in cluster.members.items():
+        kept = member.store.db.execute("SELECT pid, item FROM mrsc_aborted").fetchall()
+        # What stays is only newer than what both others were seen holding: at most a couple per item (6 items).
+        assert len(kept) <= 12, (name, kept)
+        assert all(pid.startswith(f"{name}-") for pid, _item in kept), kept

@@ -52,6 +52,15 @@ CREATE TABLE IF NOT EXISTS mrsc_settled (
     n INTEGER NOT NULL,
     PRIMARY KEY (tbl, item, coordinator)
 ) WITHOUT ROWID;
+-- The coordinator's own aborted proposals, so it can always say how it decided one (Outcome); a row goes once both
+-- other members were seen holding a version at or above it (docs/mrsc.md, "Who decides").
+CREATE TABLE IF NOT EXISTS mrsc_aborted (
+    pid TEXT PRIMARY KEY,
+    tbl TEXT NOT NULL,
+    item TEXT NOT NULL,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mrsc_aborted_item ON mrsc_aborted (tbl, item, version);
 CREATE TABLE IF NOT EXISTS mrsc_witness (
     tbl TEXT NOT NULL,
     item TEXT NOT NULL,
@@ -242,8 +251,9 @@ class StrongStore:
 
     # ------------------------------------------------------------------------------------------------ writes
 
-    def accept(self, proposal: Pending) -> None:
-        """Hold `proposal` (pending) and record the vote accept, durably and together."""
+    def accept(self, proposal: Pending, answer: str = "accept") -> None:
+        """Hold `proposal` (pending) and record the vote (`accept`, or `accept-again` after a conflict), durably
+        and together."""
         self._transaction(
             [
                 (
@@ -261,8 +271,8 @@ class StrongStore:
                     ),
                 ),
                 (
-                    "INSERT OR REPLACE INTO mrsc_votes (pid, tbl, item, answer) VALUES (?, ?, ?, 'accept')",
-                    (proposal.pid, proposal.table, item_id(proposal.key)),
+                    "INSERT OR REPLACE INTO mrsc_votes (pid, tbl, item, answer) VALUES (?, ?, ?, ?)",
+                    (proposal.pid, proposal.table, item_id(proposal.key), answer),
                 ),
             ]
         )
@@ -283,16 +293,8 @@ class StrongStore:
         must not find this member without a vote and be accepted (`settled`)."""
         statements: list[tuple[str, tuple[Any, ...]]] = []
         row = self.store.db.execute("SELECT tbl, item, answer FROM mrsc_votes WHERE pid = ?", (pid,)).fetchone()
-        if row is not None and row[2] != "accept":  # an accepted proposal committed: its version guards it
-            coordinator, epoch, n = pid_parts(pid)
-            statements.append(
-                (
-                    "INSERT INTO mrsc_settled (tbl, item, coordinator, epoch, n) VALUES (?, ?, ?, ?, ?)"
-                    " ON CONFLICT (tbl, item, coordinator) DO UPDATE SET epoch = excluded.epoch, n = excluded.n"
-                    " WHERE (excluded.epoch, excluded.n) > (mrsc_settled.epoch, mrsc_settled.n)",
-                    (row[0], row[1], coordinator, epoch, n),
-                )
-            )
+        if row is not None and row[2] not in ("accept", "accept-again"):  # committed: its version guards it
+            statements.append(_raise_mark(row[0], row[1], pid))
         statements.append(("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)))
         self._transaction(statements)
 
@@ -317,12 +319,49 @@ class StrongStore:
             ]
         )
 
-    def abort(self, pid: str, table: str, key: dict) -> None:
-        """The coordinator's own proposal is aborted: forget it."""
+    def abort(self, pid: str, table: str, key: dict, version: int) -> None:
+        """The coordinator's own proposal is aborted: its pending row and vote go and its aborted record is written,
+        together, so it can always say how it decided (docs/mrsc.md, "Who decides")."""
+        ident = item_id(key)
         self._transaction(
             [
-                ("DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND pid = ?", (table, item_id(key), pid)),
+                ("DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND pid = ?", (table, ident, pid)),
                 ("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)),
+                (
+                    "INSERT OR REPLACE INTO mrsc_aborted (pid, tbl, item, version) VALUES (?, ?, ?, ?)",
+                    (pid, table, ident, version),
+                ),
+            ]
+        )
+
+    def aborted(self, pid: str) -> bool:
+        """Whether this coordinator aborted its proposal `pid` (and still keeps the record)."""
+        return self.store.db.execute("SELECT 1 FROM mrsc_aborted WHERE pid = ?", (pid,)).fetchone() is not None
+
+    def aborted_items(self) -> list[tuple[str, dict]]:
+        """(table, key) of every item with aborted records."""
+        rows = self.store.db.execute("SELECT DISTINCT tbl, item FROM mrsc_aborted").fetchall()
+        return [(table, orjson.loads(item)) for table, item in rows]
+
+    def forget_aborted(self, table: str, key: dict, held: int) -> bool:
+        """Drop the item's aborted records at or below version `held`, which both other members hold: no member
+        can hold those proposals pending or accept them any more (a newer version supersedes them). True when
+        records remain for the item."""
+        ident = item_id(key)
+        self._transaction([("DELETE FROM mrsc_aborted WHERE tbl = ? AND item = ? AND version <= ?",
+                            (table, ident, held))])  # fmt: skip
+        row = self.store.db.execute("SELECT 1 FROM mrsc_aborted WHERE tbl = ? AND item = ?", (table, ident)).fetchone()
+        return row is not None
+
+    def abandon(self, pid: str, table: str, key: dict) -> None:
+        """Another member's proposal this member accepted was aborted by its coordinator: drop the pending row and
+        the vote, and raise the settled mark (as `drop_vote` does for a refusal), in one transaction."""
+        ident = item_id(key)
+        self._transaction(
+            [
+                ("DELETE FROM mrsc_pending WHERE tbl = ? AND item = ? AND pid = ?", (table, ident, pid)),
+                ("DELETE FROM mrsc_votes WHERE pid = ?", (pid,)),
+                _raise_mark(table, ident, pid),
             ]
         )
 
@@ -387,3 +426,14 @@ class StrongStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+
+def _raise_mark(table: str, ident: str, pid: str) -> tuple[str, tuple[Any, ...]]:
+    """The statement raising the item's settled mark for pid's coordinator to pid (never lowering it)."""
+    coordinator, epoch, n = pid_parts(pid)
+    return (
+        "INSERT INTO mrsc_settled (tbl, item, coordinator, epoch, n) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (tbl, item, coordinator) DO UPDATE SET epoch = excluded.epoch, n = excluded.n"
+        " WHERE (excluded.epoch, excluded.n) > (mrsc_settled.epoch, mrsc_settled.n)",
+        (table, ident, coordinator, epoch, n),
+    )

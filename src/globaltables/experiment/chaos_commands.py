@@ -27,6 +27,7 @@ from ..chaos.checkers.result import exit_status
 from ..chaos.controller import Controller
 from ..chaos.faults import FaultError, build, parse_duration
 from ..chaos.history import History, key_id
+from ..chaos.region_refs import expand_step
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..chaos.target import RegionControlTarget, TargetError
 from .deployment import DeploymentError, attached
@@ -118,7 +119,11 @@ def cli_fault(topology: Topology, verb: str, operands: list[str], one_way: bool)
         fields["region"] = operands[0]
         if verb == "skew":
             fields["offset"] = operands[1]
-    return build(verb, fields, names)
+    witnesses = [region.name for region in topology.regions if region.role == "witness"]
+    concrete = expand_step(fields, names, witnesses)  # `replica[0]`, `witness`, ... as in schedules
+    if len(concrete) != 1:
+        raise FaultError(f"{verb}: {' '.join(operands)} names {len(concrete)} faults; a schedule step can expand")
+    return build(verb, concrete[0], names, witnesses=witnesses)
 
 
 def _number(verb: str, name: str, text: str) -> float:

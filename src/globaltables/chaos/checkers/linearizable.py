@@ -172,9 +172,16 @@ def check(
             undecided.append(name)
         elif not verdict:
             proof, minimal = explanation(ops, start) if explain else (ops, False)
-            findings.append(Finding(table, key, "not-linearizable", sentence(proof, minimal), sorted(
-                {p.region for op in proof for p in (op.invoke, op.done) if p is not None and p.region}
-            ), operations=records(proof)))
+            findings.append(
+                Finding(
+                    table,
+                    key,
+                    "not-linearizable",
+                    sentence(proof, minimal),
+                    sorted({p.region for op in proof for p in (op.invoke, op.done) if p is not None and p.region}),
+                    operations=records(proof),
+                )
+            )
     slowest = sorted(steps_of.items(), key=lambda kv: -kv[1])[:5]
     stats = {
         "keys": len(per_key),
@@ -394,6 +401,9 @@ def describe(op: _Op) -> str:
     condition = ""
     if op.condition is not None:
         condition = " if the item " + ("exists" if op.condition.get("exists") else "does not exist")
+    if op.kind == REFUSAL:  # a refusal wrote nothing: say what it would have written
+        described = isinstance(invoke.value, dict) and "update" in invoke.value
+        value = "its expression" if described else _show(canonical(invoke.value))
     what = "delete" if invoke.is_delete else f"{invoke.f} of {value}"
     if op.kind == REFUSAL:
         return f"{what}{condition} by {who} ({span}) refused with ConditionalCheckFailed"

@@ -3,10 +3,12 @@
 Theory of operation: writes to one item queue (`queues`), so one region's writes to an item are serialized. The head
 of a queue starts when the item has no pending proposal here (neither ours nor another region's): it is evaluated
 against the local committed image (`evaluate(old)` runs the request's condition and update; it is pure, so it runs
-again after a stale refusal), persisted as pending, and proposed to both other members. Votes drive `commit.step`.
+again after a stale refusal), persisted as pending, and proposed to both other members. Votes drive `commit.decide`.
 A ConditionalCheckFailed found locally is confirmed first (a Sync with another member, strong_read.py), and only a
 failure against a confirmed-latest version is answered. Time never aborts a proposal: the client's deadline answers
-500 and the proposal goes on being resolved (Propose re-sent, then Status after `resolve_ms`).
+500 and the proposal goes on being resolved (Propose re-sent, then Status after `resolve_ms`). A member that answered
+`conflict` is asked again (Repropose, every `retransmit_ms`): once its lower-ranked racing proposal is gone it
+accepts (docs/mrsc.md, "The split vote, resolved"). Every abort leaves the aborted record (engine/strong.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from ...engine.errors import ConditionalCheckFailedException, DynamoError
 from ...engine.strong import Pending, item_id
 from . import commit
-from .messages import STALE, Abort, Commit, Propose, Status, Vote
+from .messages import ACCEPTS, CONFLICT, OUTRANKED, STALE, Abort, Commit, Propose, Repropose, Status, Vote
 
 IN_DOUBT = "in-doubt"  # completion outcomes besides "ok", "rwce", "error": the host maps them to 500
 NOT_STARTED = "timeout"
@@ -45,8 +47,9 @@ class Proposal:
     started: float
     next_send: float
     old: dict | None = None
-    state: str = commit.WAITING
     answers: dict[str, str] = field(default_factory=dict)
+    met: bool = False  # a member's conflict became stale: a racing proposal committed (commit.decide rule 4)
+    outranked_at: float | None = None  # when an outranked answer came (commit.decide rule 2)
     recovered: bool = False  # found pending after a restart: resolved by Status only, never proposed again
 
 
@@ -89,14 +92,27 @@ class Coordinator:
 
     def on_vote(self, src: str, vote: Vote, now: float) -> None:
         proposal = self.proposals.get(vote.pid)
-        if proposal is None or src in proposal.answers:
+        if proposal is None:
             return
+        earlier = proposal.answers.get(src)
+        if not commit.replaces(earlier, vote.answer):
+            return  # one answer per member; only a conflict is ever followed by another (commit.replaces)
         proposal.answers[src] = vote.answer
+        proposal.met = proposal.met or (earlier == CONFLICT and vote.answer == STALE)
+        if vote.answer == OUTRANKED and proposal.outranked_at is None:
+            proposal.outranked_at = now
         node = self.node
         pending = proposal.pending
-        if vote.answer != "accept" and vote.cv > node.port.committed(pending.table, pending.key)[0]:
+        node.note_member_cv(src, pending.table, pending.key, vote.cv)
+        if vote.answer not in ACCEPTS and vote.cv > node.port.committed(pending.table, pending.key)[0]:
             node.adopt(pending.table, pending.key, vote.cv, vote.cpid, vote.image, now)
-        proposal.state, outcome = commit.step(proposal.state, vote.answer)
+        self._decide(proposal, now)
+
+    def _decide(self, proposal: Proposal, now: float) -> None:
+        node = self.node
+        pending = proposal.pending
+        waited = proposal.outranked_at is not None and now >= proposal.outranked_at + node.config.retransmit_ms / 1000
+        outcome = commit.decide(proposal.answers, len(node.others), met=proposal.met, waited=waited)
         if outcome is None:
             return
         del self.proposals[pending.pid]
@@ -111,7 +127,8 @@ class Coordinator:
             for member in others:
                 node.send(member, Commit(pending.pid, pending.table, pending.key, pending.version, pending.image))
         else:
-            node.port.abort(pending.pid, pending.table, pending.key)
+            node.port.abort(pending.pid, pending.table, pending.key, pending.version)
+            node.note_aborted(pending.table, pending.key)
             for member in others:
                 node.send(member, Abort(pending.pid, pending.table, pending.key))
             if op is not None and not op.done:
@@ -138,6 +155,10 @@ class Coordinator:
     def poll(self, now: float) -> None:
         config = self.node.config
         for proposal in list(self.proposals.values()):
+            if proposal.outranked_at is not None:
+                self._decide(proposal, now)  # rule 2's wait for the other member may be over
+                if proposal.pending.pid not in self.proposals:
+                    continue
             op = proposal.op
             if op is not None and not op.done and now >= op.deadline:
                 self._finish(op, IN_DOUBT, None)  # rule 3: the client is answered, the proposal goes on
@@ -157,6 +178,8 @@ class Coordinator:
 
     def next_deadline(self) -> float | None:
         times = [p.next_send for p in self.proposals.values()]
+        grace = self.node.config.retransmit_ms / 1000
+        times += [p.outranked_at + grace for p in self.proposals.values() if p.outranked_at is not None]
         times += [p.op.deadline for p in self.proposals.values() if p.op is not None and not p.op.done]
         times += [op.deadline for queue in self.queues.values() for op in queue if not op.done]
         return min(times) if times else None
@@ -193,6 +216,7 @@ class Coordinator:
         for member in self.node.others:
             if member not in proposal.answers:
                 self.node.send(member, Propose(p.pid, p.table, p.key, p.version, p.image, p.coordinator))
+        self._send_repropose(proposal)
         proposal.next_send = now + self.node.config.retransmit_ms / 1000
 
     def _send_status(self, proposal: Proposal, now: float) -> None:
@@ -200,7 +224,15 @@ class Coordinator:
         for member in self.node.others:
             if member not in proposal.answers:
                 self.node.send(member, Status(p.pid, p.table, p.key, p.version, p.coordinator))
+        self._send_repropose(proposal)
         proposal.next_send = now + self.node.config.retransmit_ms / 1000
+
+    def _send_repropose(self, proposal: Proposal) -> None:
+        """Ask again every member that answered `conflict`: its racing proposal may be gone by now."""
+        p = proposal.pending
+        for member, answer in proposal.answers.items():
+            if answer == CONFLICT:
+                self.node.send(member, Repropose(p.pid, p.table, p.key, p.version, p.image, p.coordinator))
 
     def _finish(self, op: WriteOp, outcome: str, detail: Any) -> None:
         op.done = True

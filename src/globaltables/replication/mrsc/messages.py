@@ -12,7 +12,9 @@ from typing import Any
 import orjson
 
 ACCEPT, STALE, CONFLICT, FENCED = "accept", "stale", "conflict", "fenced"
-ANSWERS = frozenset({ACCEPT, STALE, CONFLICT, FENCED})
+ACCEPT_AGAIN, OUTRANKED, SETTLED = "accept-again", "outranked", "settled"
+ANSWERS = frozenset({ACCEPT, ACCEPT_AGAIN, STALE, CONFLICT, OUTRANKED, FENCED, SETTLED})
+ACCEPTS = frozenset({ACCEPT, ACCEPT_AGAIN})
 
 
 class MessageError(ValueError):
@@ -21,6 +23,19 @@ class MessageError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Propose:
+    pid: str
+    table: str
+    key: dict
+    version: int
+    image: dict | None
+    coordinator: str
+
+
+@dataclass(frozen=True, slots=True)
+class Repropose:
+    """The coordinator asks again a member that answered `conflict`: accepted now if that member holds no
+    conflicting proposal any more (docs/mrsc.md, accept rule 1)."""
+
     pid: str
     table: str
     key: dict
@@ -128,17 +143,33 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Settled:
-    """The coordinator's answer to Outcome, sent only once it has decided pid: the vote may go."""
+    """The coordinator's answer to Outcome, sent only once it has decided pid (committed or aborted): the vote may
+    go, and a member still holding pid pending applies or drops it."""
 
     pid: str
     table: str
     key: dict
+    committed: bool
 
 
-Message = Propose | Status | Vote | Commit | Abort | Sync | Synced | SyncRange | RangeSynced | Held | Outcome | Settled
+Message = (
+    Propose
+    | Repropose
+    | Status
+    | Vote
+    | Commit
+    | Abort
+    | Sync
+    | Synced
+    | SyncRange
+    | RangeSynced
+    | Held
+    | Outcome
+    | Settled
+)
 
 KINDS: dict[str, type] = {
-    "propose": Propose, "status": Status, "vote": Vote, "commit": Commit, "abort": Abort, "sync": Sync,
+    "propose": Propose, "repropose": Repropose, "status": Status, "vote": Vote, "commit": Commit, "abort": Abort, "sync": Sync,
     "synced": Synced, "sync-range": SyncRange, "range-synced": RangeSynced, "held": Held, "outcome": Outcome,
     "settled": Settled,
 }  # fmt: skip
@@ -146,6 +177,7 @@ KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 # Field types, for decode's shape check (None: a dict or null).
 _TYPES: dict[type, tuple[Any, ...]] = {
     Propose: (str, str, dict, int, None, str),
+    Repropose: (str, str, dict, int, None, str),
     Status: (str, str, dict, int, str),
     Vote: (str, str, int, str, None),
     Commit: (str, str, dict, int, None),
@@ -156,7 +188,7 @@ _TYPES: dict[type, tuple[Any, ...]] = {
     RangeSynced: (int, list, list, str),
     Held: (str, dict, int),
     Outcome: (str, str, dict),
-    Settled: (str, str, dict),
+    Settled: (str, str, dict, bool),
 }
 
 

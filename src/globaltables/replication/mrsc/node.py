@@ -11,6 +11,11 @@ when retries ran out), "in-doubt" (500, the write may still commit) or "timeout"
 Durability (docs/mrsc.md): every state change goes through the port (engine/strong.py) before the message or the
 completion that implies it is emitted; the node's own memory (queues, votes collected, timers) may be lost in a crash.
 
+Deciding (docs/mrsc.md, "Who decides"): a proposal is decided by its coordinator; a proposal of another member
+accepted here is applied on its Commit (or Settled, committed), dropped on its Abort (or Settled, aborted), or, when
+its coordinator does not answer, committed by the majority recovery once the third member's vote proves the
+coordinator cannot have aborted it (`_poll_recovery`, `_recovery_vote`). Racing proposals are ranked (`rank`).
+
 Clean-up (docs/mrsc.md, "Clean-up"): a vote on another member's proposal is dropped once its coordinator says it has
 decided it (Outcome/Settled, asked after `resolve_ms`), so a lost Commit or Abort leaves no record behind; the
 witness drops an image once both replicas are known to hold its version (a Commit from the coordinator, a replica's
@@ -31,6 +36,10 @@ from . import member
 from .config import MrscConfig
 from .coordinator import Coordinator, WriteOp
 from .messages import (
+    ACCEPT,
+    ACCEPT_AGAIN,
+    ACCEPTS,
+    FENCED,
     STALE,
     Abort,
     Commit,
@@ -40,6 +49,7 @@ from .messages import (
     Outcome,
     Propose,
     RangeSynced,
+    Repropose,
     Settled,
     Status,
     Sync,
@@ -73,7 +83,12 @@ class MrscNode:
         self.coordinator = Coordinator(self)
         self.reader = StrongReader(self)
         self.range_reader = RangeReader(self)
-        self._self_commit: dict[str, tuple[float, str, dict]] = {}  # pid -> (due, table, key) of held proposals
+        self.members = tuple(sorted((region, *others)))  # for ranks: every member sorts the same names
+        # Recovery of proposals accepted here and not yet decided: pid -> (next ask, asks so far, table, key).
+        self._recover: dict[str, tuple[float, int, str, dict]] = {}
+        # Aborted records' clean-up: (table, item id) -> {other member: greatest commit version seen in its votes},
+        # for the items this coordinator keeps aborted records of (memory only: a crash merely delays it).
+        self._member_cv: dict[tuple[str, str], dict[str, int]] = {}
         # Vote clean-up: pid -> (next ask, asks so far, table, key) of votes on other members' proposals.
         self._vote_due: dict[str, tuple[float, int, str, dict]] = {}
         # Witness trimming: (table, item id) -> {replica: commit version it is known to hold}; the sweep's timer,
@@ -102,6 +117,9 @@ class MrscNode:
         for pid, table, key, _answer in self.port.all_votes():
             if _coordinator_of(pid) in self.others:
                 self._vote_due[pid] = (now + self.config.resolve_ms / 1000, 0, table, key)
+        if not self.port.witness:
+            for table, key in self.port.aborted_items():
+                self.note_aborted(table, key)
         if self.port.witness and self.port.untrimmed():
             self._sweep_at = now + self.config.resolve_ms / 1000
         return self._flush()
@@ -137,18 +155,21 @@ class MrscNode:
         if table is not None and not port.holds(table):
             # Not (yet) a member for this table (a conversion still under way): no answer, as if unreachable.
             return self._drop(envelope, f"no strong table {table!r} here")
-        if kind is Propose or kind is Status:
-            vote, accepted = member.answer(port, message, _pending_of)
+        if kind is Propose or kind is Status or kind is Repropose:
+            vote, accepted = member.answer(port, message, _pending_of, self.rank)
             if accepted:
                 self._hold(message.pid, message.table, message.key, now)
             if vote.answer != STALE and message.pid not in self._vote_due:  # a vote recorded here: clean it up later
                 self._vote_due[message.pid] = (now + self.config.resolve_ms / 1000, 0, message.table, message.key)
             self.send(envelope.src, vote)
         elif kind is Vote:
-            self.coordinator.on_vote(envelope.src, message, now)
+            if message.pid in self.coordinator.proposals:
+                self.coordinator.on_vote(envelope.src, message, now)
+            elif message.pid in self._recover:
+                self._recovery_vote(message, now)
         elif kind is Commit:
             port.apply(message.table, message.key, message.version, message.pid, message.image)
-            self._self_commit.pop(message.pid, None)
+            self._recover.pop(message.pid, None)
             self._vote_due.pop(message.pid, None)
             # The coordinator applied it before sending Commit: it holds this version.
             self._committed_here(message.table, message.key, now, holder=(envelope.src, message.version))
@@ -156,19 +177,22 @@ class MrscNode:
         elif kind is Abort:
             held = port.pending(message.table, message.key)
             if held is not None and held.pid == message.pid:
-                # Impossible by the protocol (a holder accepted, so the proposal committed); keep it and say so.
-                logger.error("abort of proposal %s which this member accepted: kept", message.pid)
+                # Its coordinator decided to abort it (it alone decides): drop it, raising the settled mark.
+                port.abandon(message.pid, message.table, message.key)
+                self.item_changed(message.table, message.key, now)
             else:
                 port.drop_vote(message.pid)
-                self._vote_due.pop(message.pid, None)
+            self._recover.pop(message.pid, None)
+            self._vote_due.pop(message.pid, None)
         elif kind is Held:
             if port.witness:
                 self._note_holder(envelope.src, message.table, message.key, message.cv, now)
         elif kind is Outcome:
             held = port.pending(message.table, message.key)
             if message.pid not in self.coordinator.proposals and (held is None or held.pid != message.pid):
-                # Decided here (applied or aborted, durably), or forgotten: we never ask about it again.
-                self.send(envelope.src, Settled(message.pid, message.table, message.key))
+                # Decided here (applied, or aborted with its aborted record), durably: we never ask about it again.
+                committed = not port.aborted(message.pid)
+                self.send(envelope.src, Settled(message.pid, message.table, message.key, committed))
         elif kind is Settled:
             self._settled(message, now)
         elif kind is Sync:
@@ -190,16 +214,7 @@ class MrscNode:
         return self._flush()
 
     def poll(self, now: float) -> list[Envelope]:
-        for pid, (due, table, key) in list(self._self_commit.items()):
-            if now >= due:
-                del self._self_commit[pid]
-                held = self.port.pending(table, key)
-                if held is not None and held.pid == pid:
-                    # We accepted it, so coordinator + us are a majority: it is committed. The vote stays, so a
-                    # late Status from the coordinator is still answered "accept".
-                    self.port.apply(table, key, held.version, pid, held.image, drop_vote=False)
-                    self._committed_here(table, key, now)
-                    self.item_changed(table, key, now)
+        self._poll_recovery(now)
         self._poll_votes(now)
         if self._sweep_at is not None and now >= self._sweep_at:
             self._sweep(now)
@@ -209,7 +224,7 @@ class MrscNode:
         return self._flush()
 
     def next_deadline(self) -> float | None:
-        times = [due for due, _t, _k in self._self_commit.values()]
+        times = [due for due, _n, _t, _k in self._recover.values()]
         times += [due for due, _n, _t, _k in self._vote_due.values()]
         if self._sweep_at is not None:
             times.append(self._sweep_at)
@@ -237,6 +252,21 @@ class MrscNode:
             self._committed_here(table, key, now)
             self.item_changed(table, key, now)
 
+    def note_aborted(self, table: str, key: dict) -> None:
+        """The item has aborted records here: watch the other members' versions of it (`note_member_cv`)."""
+        self._member_cv.setdefault((table, item_id(key)), {})
+
+    def note_member_cv(self, member: str, table: str, key: dict, cv: int) -> None:
+        """A vote showed `member` durably holding version `cv` of the item; once both others hold a version, the
+        aborted records at or below it can go (engine/strong.py `forget_aborted`)."""
+        ident = (table, item_id(key))
+        seen = self._member_cv.get(ident)
+        if seen is None:
+            return
+        seen[member] = max(cv, seen.get(member, 0))
+        if len(seen) == len(self.others) and not self.port.forget_aborted(table, key, min(seen.values())):
+            del self._member_cv[ident]
+
     def item_changed(self, table: str, key: dict, now: float) -> None:
         self.coordinator.pump(table, key, now)
 
@@ -245,7 +275,7 @@ class MrscNode:
             "region": self.region,
             "proposals": len(self.coordinator.proposals),
             "queued": sum(len(q) for q in self.coordinator.queues.values()),
-            "held": len(self._self_commit),
+            "held": len(self._recover),
             "votes_to_clean": len(self._vote_due),
             "reads": len(self.reader.rounds),
             "range_reads": len(self.range_reader.rounds),
@@ -316,19 +346,65 @@ class MrscNode:
 
     def _settled(self, message: Settled, now: float) -> None:
         """The coordinator has decided the proposal: our vote on it can go. If we still hold it pending we
-        accepted it, so it committed (as in the self-commit): apply it, dropping the vote in the same step."""
+        accepted it: apply it (committed) or drop it (aborted), with the vote, in one step."""
         self._vote_due.pop(message.pid, None)
         held = self.port.pending(message.table, message.key)
         if held is not None and held.pid == message.pid:
-            self._self_commit.pop(message.pid, None)
-            self.port.apply(message.table, message.key, held.version, held.pid, held.image)
-            self._committed_here(message.table, message.key, now)
+            self._recover.pop(message.pid, None)
+            if message.committed:
+                self.port.apply(message.table, message.key, held.version, held.pid, held.image)
+                self._committed_here(message.table, message.key, now)
+            else:
+                self.port.abandon(message.pid, message.table, message.key)
             self.item_changed(message.table, message.key, now)
         elif self.port.vote(message.pid) is not None:
             self.port.drop_vote(message.pid)
 
+    def rank(self, version: int, coordinator: str) -> tuple[int, int]:
+        """A proposal's rank among racing ones (docs/mrsc.md, "Racing proposals"): its version, then the
+        coordinator's turn at that version (a different member wins a tie at each version)."""
+        index = self.members.index(coordinator) if coordinator in self.members else -1
+        return version, (index + version) % len(self.members)
+
     def _hold(self, pid: str, table: str, key: dict, now: float) -> None:
-        self._self_commit[pid] = (now + self.config.resolve_ms / 1000, table, key)
+        """A proposal of another member accepted here: recovered after `resolve_ms` unless decided by then."""
+        self._recover[pid] = (now + self.config.resolve_ms / 1000, 0, table, key)
+
+    def _poll_recovery(self, now: float) -> None:
+        """Every `resolve_ms` (backing off to 4×): ask the coordinator how it decided (Outcome) and the third
+        member what it voted (Status); the answer may decide (`_recovery_vote`)."""
+        for pid, (due, asks, table, key) in list(self._recover.items()):
+            if now < due:
+                continue
+            held = self.port.pending(table, key)
+            if held is None or held.pid != pid:
+                del self._recover[pid]
+                continue
+            third = [m for m in self.others if m != held.coordinator]
+            for other in third:
+                self.send(other, Status(pid, table, key, held.version, held.coordinator))
+            if held.coordinator in self.others:
+                self.send(held.coordinator, Outcome(pid, table, key))
+            self._recover[pid] = (now + self.config.resolve_ms / 1000 * 2 ** min(asks, 2), asks + 1, table, key)
+
+    def _recovery_vote(self, vote: Vote, now: float) -> None:
+        """The third member's vote on a proposal we accepted (docs/mrsc.md, "Recovery and resolution"): commit
+        it when that vote proves its coordinator cannot have aborted it; otherwise leave it to the coordinator."""
+        _due, _asks, table, key = self._recover[vote.pid]
+        held = self.port.pending(table, key)
+        if held is None or held.pid != vote.pid:
+            self._recover.pop(vote.pid, None)
+            return
+        own = self.port.vote(vote.pid)
+        proves = (own == ACCEPT and vote.answer in (*ACCEPTS, FENCED)) or (own == ACCEPT_AGAIN and vote.answer == ACCEPT)
+        if proves:
+            del self._recover[vote.pid]
+            # The vote stays, so a late Status from the coordinator is still answered as before.
+            self.port.apply(table, key, held.version, vote.pid, held.image, drop_vote=False)
+            self._committed_here(table, key, now)
+            self.item_changed(table, key, now)
+        elif vote.answer == STALE and vote.cv > self.port.committed(table, key)[0]:
+            self.adopt(table, key, vote.cv, vote.cpid, vote.image, now)
 
     def _flush(self) -> list[Envelope]:
         out, self._out = self._out, []
