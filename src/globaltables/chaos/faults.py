@@ -277,12 +277,39 @@ def build(
     return Fault(verb, members, params, at, duration, one_way, sides)
 
 
-def table_problems(faults: Sequence[Fault], table_names: Sequence[str], source: str) -> list[str]:
-    """Faults naming a table the topology does not declare (pause-replication), one line each, naming the file."""
+TABLE_REFERENCE = re.compile(r"tables\[(-?\d+)\]")
+
+
+def resolve_tables(faults: Sequence[Fault], table_names: Sequence[str]) -> tuple[Fault, ...]:
+    """The faults with table references (`table: tables[0]`, the topology's first declared table; negative counts
+    from the end) replaced by the table's name, so a shipped schedule fits any topology. A reference past the end
+    is left as it is, for table_problems to name."""
+    resolved = []
+    for fault in faults:
+        match = TABLE_REFERENCE.fullmatch(str(fault.params.get("table", ""))) if fault.verb in TABLE_VERBS else None
+        if match and -len(table_names) <= int(match.group(1)) < len(table_names):
+            fault = dataclasses.replace(fault, params={**fault.params, "table": table_names[int(match.group(1))]})
+        resolved.append(fault)
+    return tuple(resolved)
+
+
+def table_problems(faults: Sequence[Fault], table_names: Sequence[str], source: str, mode: str = "mrec") -> list[str]:
+    """Table faults (pause-replication) the topology cannot take, one line each, naming the file: a table it does
+    not declare, or any on an MRSC topology. pause-replication holds asynchronous replication, which a strong table
+    does not have: its writes reach another member before they are acknowledged, so a member cut off from the others
+    is a partition (or a stall) of its links, not a paused table (docs/mrsc.md)."""
     declared = ", ".join(table_names) or "none"
-    return [
-        f"{source}: {fault.verb} at {fault.at:g}s: table: no table {fault.params['table']!r} in the topology; "
-        f"declared tables: {declared}"
-        for fault in faults
-        if fault.verb in TABLE_VERBS and fault.params.get("table") not in table_names
-    ]
+    problems = []
+    for fault in faults:
+        if fault.verb not in TABLE_VERBS:
+            continue
+        where = f"{source}: {fault.verb} at {fault.at:g}s"
+        if mode == "mrsc":
+            problems.append(
+                f"{where}: the topology is mode mrsc, whose tables replicate synchronously and have no asynchronous "
+                "replication to pause; cut a member off with partition or stall instead"
+            )
+        elif fault.params.get("table") not in table_names:
+            problems.append(f"{where}: table: no table {fault.params['table']!r} in the topology; "
+                            f"declared tables: {declared}")  # fmt: skip
+    return problems

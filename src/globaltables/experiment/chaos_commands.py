@@ -14,6 +14,7 @@ every replica's (not the witness's) base tables and GSIs: exit 0 converged, 1 no
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -25,7 +26,7 @@ from typing import Any
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.result import exit_status
 from ..chaos.controller import Controller
-from ..chaos.faults import FaultError, build, parse_duration
+from ..chaos.faults import FaultError, build, parse_duration, resolve_tables, table_problems
 from ..chaos.history import History, key_id
 from ..chaos.region_refs import expand_step
 from ..chaos.schedule import ScheduleError, load_schedule
@@ -160,6 +161,11 @@ def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool
         if verb == "run":
             witnesses = [r.name for r in topology.regions if r.role == "witness"]
             schedule = load_schedule(operands[0], topology.region_names, witnesses, seed=seed)
+            tables = [spec.name for spec in topology.tables]
+            schedule = dataclasses.replace(schedule, faults=resolve_tables(schedule.faults, tables))
+            problems = table_problems(schedule.faults, tables, operands[0], topology.mode)
+            if problems:
+                raise ScheduleError(problems)
         topology, target = open_target(topology_path, data_dir)
     except TopologyError as error:
         for line in error.errors:

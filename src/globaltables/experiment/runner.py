@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,7 +36,7 @@ from ..chaos.checkers.lww import check_lww
 from ..chaos.checkers.result import LABEL, CheckResult, exit_status, verdict_of
 from ..chaos.checkers.staleness import check_staleness
 from ..chaos.exports import write_exports
-from ..chaos.faults import table_problems
+from ..chaos.faults import resolve_tables, table_problems
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, load_schedule
 from ..region.http_transport import SECRET_HEADER
@@ -315,7 +315,9 @@ def load_chaos(chaos_path: Path | None, topology: Topology, seed: int):
         schedule = load_schedule(chaos_path, list(topology.region_names), witnesses, seed=seed)
     except ScheduleError as error:
         raise RunAborted("\n".join(error.errors)) from None
-    problems = table_problems(schedule.faults, [spec.name for spec in topology.tables], str(chaos_path))
+    tables = [spec.name for spec in topology.tables]
+    schedule = replace(schedule, faults=resolve_tables(schedule.faults, tables))
+    problems = table_problems(schedule.faults, tables, str(chaos_path), topology.mode)
     if problems:
         raise RunAborted("\n".join(problems))
     return schedule
