@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from conformance.aws_cli import aws_cli
 
 NOT_WELL_FORMED = "Statement wasn't well formed, can't be processed: "
 INCOMPLETE_KEY = "Where clause does not contain a mandatory equality on all key attributes"
@@ -684,25 +682,6 @@ def test_transaction_limits_and_mixing_are_refused(dynamodb, flat):
 
 
 # ------------------------------------------------------------------------------------------------------- aws CLI
-
-
-def aws_cli(endpoint, tmp_path, *args):
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),  # the machine's own aws configuration stays out
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-        "AWS_MAX_ATTEMPTS": "1",
-    }
-    env.pop("AWS_PROFILE", None)
-    command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
-    result = subprocess.run(
-        command, check=False, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
-    )
-    assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
-    return json.loads(result.stdout) if result.stdout.strip() else {}
 
 
 def test_the_aws_cli_runs_the_developer_guides_partiql_examples(region_endpoint, dynamodb, flat, tmp_path):
