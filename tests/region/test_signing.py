@@ -23,9 +23,10 @@ import pytest
 from botocore.auth import SigV4Auth, SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from botocore.exceptions import ClientError
 
 from conformance.aws_cli import run_aws_cli
+from conformance.signing_clock import signed_minutes_ago
+from conformance.tables import error_of as refused
 from globaltables.region.signing import (
     AccessKey,
     CredentialsError,
@@ -72,19 +73,6 @@ def keyed_client(endpoint: str, key: str = KEY, secret: str = SECRET, region: st
         "dynamodb", region_name=region, endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret,
         config=CLIENT_CONFIG,
     )  # fmt: skip
-
-
-def signed_minutes_ago(minutes: float):
-    """botocore signs as if its clock were `minutes` behind (negative: ahead)."""
-    moment = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(minutes=minutes)
-    return mock.patch.object(botocore.auth, "get_current_datetime", lambda: moment)
-
-
-def refused(call) -> tuple[str, str]:
-    with pytest.raises(ClientError) as caught:
-        call()
-    error = caught.value.response["Error"]
-    return error["Code"], error["Message"]
 
 
 def put(client, pk: str):
