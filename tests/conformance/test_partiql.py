@@ -77,9 +77,14 @@ def get(client, table, pk, sk=None):
     return client.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
 
 
+def put(client, table, pk, sk, **attributes):
+    """PutItem of the item keyed (pk, sk) holding `attributes` (AttributeValues by name)."""
+    client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"N": str(sk)}, **attributes})
+
+
 def put_rows(client, table, pk, count, **extra):
     for sk in range(count):
-        client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"N": str(sk)}, **extra})
+        put(client, table, pk, sk, **extra)
 
 
 # ------------------------------------------------------------------------------------------------------- INSERT
@@ -167,9 +172,9 @@ def test_select_with_key_conditions_and_filters(dynamodb, music):
 def test_select_functions_missing_type_size_contains(dynamodb, music):
     # Why: the documented PartiQL functions and IS MISSING work in WHERE as the item API's functions do.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "tags": {"SS": ["rock", "live"]}})
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "2"}, "tags": {"S": "rock"}})
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "3"}})
+    put(dynamodb, music, pk, 1, tags={"SS": ["rock", "live"]})
+    put(dynamodb, music, pk, 2, tags={"S": "rock"})
+    put(dynamodb, music, pk, 3)
     base = f"SELECT sk FROM \"{music}\" WHERE pk = '{pk}' AND "
 
     def sks(condition):
@@ -187,14 +192,13 @@ def test_select_functions_missing_type_size_contains(dynamodb, music):
 def test_select_projects_top_level_and_nested_paths(dynamodb, music):
     # Why: a projection list of document paths answers each value under the path's last attribute name.
     pk = fresh()
-    dynamodb.put_item(
-        TableName=music,
-        Item={
-            "pk": {"S": pk},
-            "sk": {"N": "1"},
-            "title": {"S": "t"},
-            "detail": {"M": {"label": {"S": "Acme"}, "years": {"L": [{"N": "2020"}, {"N": "2018"}]}}},
-        },
+    put(
+        dynamodb,
+        music,
+        pk,
+        1,
+        title={"S": "t"},
+        detail={"M": {"label": {"S": "Acme"}, "years": {"L": [{"N": "2020"}, {"N": "2018"}]}}},
     )
     items = run(dynamodb, f"SELECT title, detail.label, detail.years[1], nothing FROM \"{music}\" WHERE pk = '{pk}'")
     assert items["Items"] == [{"title": {"S": "t"}, "label": {"S": "Acme"}, "years[1]": {"N": "2018"}}]
@@ -205,7 +209,7 @@ def test_select_from_an_index(dynamodb, music):
     owner = fresh("owner")
     pks = [fresh(), fresh()]
     for pk in pks:
-        dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "owner": {"S": owner}})
+        put(dynamodb, music, pk, 1, owner={"S": owner})
     items = run(dynamodb, f"SELECT pk FROM \"{music}\".\"by-owner\" WHERE owner = '{owner}'")["Items"]
     assert sorted(item["pk"]["S"] for item in items) == sorted(pks)
     error = refusal(
@@ -312,16 +316,8 @@ def test_a_next_token_is_refused_for_another_statement_or_when_forged(dynamodb, 
 def test_update_set_remove_and_collection_functions(dynamodb, music):
     # Why: SET (values, arithmetic, LIST_APPEND, SET_ADD, SET_DELETE) and REMOVE edit one item named by its key.
     pk = fresh()
-    dynamodb.put_item(
-        TableName=music,
-        Item={
-            "pk": {"S": pk},
-            "sk": {"N": "1"},
-            "plays": {"N": "10"},
-            "years": {"L": [{"N": "2018"}]},
-            "tags": {"SS": ["a", "b"]},
-            "old": {"S": "x"},
-        },
+    put(
+        dynamodb, music, pk, 1, plays={"N": "10"}, years={"L": [{"N": "2018"}]}, tags={"SS": ["a", "b"]}, old={"S": "x"}
     )
     response = run(
         dynamodb,
@@ -343,14 +339,13 @@ def test_update_nested_paths_and_list_elements(dynamodb, music):
     # Why: SET and REMOVE take document paths; LIST_APPEND prepends with its operands swapped; a set emptied by
     # SET_DELETE removes the attribute, as the item API's DELETE does.
     pk = fresh()
-    dynamodb.put_item(
-        TableName=music,
-        Item={
-            "pk": {"S": pk},
-            "sk": {"N": "1"},
-            "detail": {"M": {"label": {"S": "Old"}, "years": {"L": [{"N": "1"}, {"N": "2"}, {"N": "3"}]}}},
-            "tags": {"SS": ["x"]},
-        },
+    put(
+        dynamodb,
+        music,
+        pk,
+        1,
+        detail={"M": {"label": {"S": "Old"}, "years": {"L": [{"N": "1"}, {"N": "2"}, {"N": "3"}]}}},
+        tags={"SS": ["x"]},
     )
     run(
         dynamodb,
@@ -371,7 +366,7 @@ def test_update_nested_paths_and_list_elements(dynamodb, music):
 def test_update_returning_forms(dynamodb, music):
     # Why: RETURNING ALL OLD / MODIFIED OLD / ALL NEW / MODIFIED NEW answer the item as UpdateItem's ReturnValues do.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}, "b": {"S": "b"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"}, b={"S": "b"})
     base = f"UPDATE \"{music}\" SET a = a + 1 WHERE pk = '{pk}' AND sk = 1 RETURNING "
     key = {"pk": {"S": pk}, "sk": {"N": "1"}}
     assert run(dynamodb, base + "ALL OLD *")["Items"] == [{**key, "a": {"N": "1"}, "b": {"S": "b"}}]
@@ -386,7 +381,7 @@ def test_update_is_never_an_upsert_and_checks_its_conditions(dynamodb, music):
     error = refusal(run, client=dynamodb, statement=f"UPDATE \"{music}\" SET a = 1 WHERE pk = '{pk}' AND sk = 1")
     assert error["Error"] == {"Code": "ConditionalCheckFailedException", "Message": CCF_MESSAGE}
     assert get(dynamodb, music, pk, 1) is None
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"})
     error = refusal(
         run,
         client=dynamodb,
@@ -402,7 +397,7 @@ def test_update_is_never_an_upsert_and_checks_its_conditions(dynamodb, music):
 def test_update_needs_the_whole_key_and_cannot_change_it(dynamodb, music):
     # Why: the WHERE clause must pin one item by every key attribute; key attributes cannot be SET.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}})
+    put(dynamodb, music, pk, 1)
     error = refusal(run, client=dynamodb, statement=f"UPDATE \"{music}\" SET a = 1 WHERE pk = '{pk}'")
     assert error["Error"] == {"Code": "ValidationException", "Message": INCOMPLETE_KEY}
     error = refusal(run, client=dynamodb, statement=f"UPDATE \"{music}\" SET a = 1 WHERE pk = '{pk}' OR sk = 1")
@@ -420,7 +415,7 @@ def test_update_needs_the_whole_key_and_cannot_change_it(dynamodb, music):
 def test_delete_returning_all_old_and_its_conditions(dynamodb, music):
     # Why: a missing item deletes nothing and succeeds; a false condition on an existing one is refused.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"})
     table = f'"{music}"'
     assert run(dynamodb, f"DELETE FROM {table} WHERE pk = '{pk}' AND sk = 2 AND a = 5")["Items"] == []
     error = refusal(run, client=dynamodb, statement=f"DELETE FROM {table} WHERE pk = '{pk}' AND sk = 1 AND a = 5")
@@ -505,7 +500,7 @@ def test_partiql_writes_reach_the_table_stream(dynamodb, client_factory, unique_
 def test_batch_writes_answer_each_statement(dynamodb, music):
     # Why: "A HTTP 200 response does not mean that all statements ... succeeded": errors sit in each Response.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"})
     table = f'"{music}"'
     response = dynamodb.batch_execute_statement(
         Statements=[
