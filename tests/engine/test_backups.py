@@ -8,7 +8,7 @@ the full scans taken as the workload ran, and the table's stream (its change his
 
 from __future__ import annotations
 
-from engine_calls import call, error_of
+from engine_calls import call, error_of, pk_table
 from global_engines import TABLE
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
@@ -324,12 +324,7 @@ def test_backups_survive_a_restart(tmp_path):
 
 
 def create(engine, name, with_index=False):
-    request = {
-        "TableName": name,
-        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-        "BillingMode": "PAY_PER_REQUEST",
-    }
+    request = pk_table(name)
     if with_index:
         request["AttributeDefinitions"].append({"AttributeName": "g", "AttributeType": "S"})
         request["GlobalSecondaryIndexes"] = [
