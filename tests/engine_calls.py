@@ -1,5 +1,5 @@
 """Calling an engine directly in tests: requests and responses are deep-copied, so a test can never pass because the
-engine kept (or mutated) a reference to the caller's dicts."""
+engine kept (or mutated) a reference to the caller's dicts. And the CreateTable request most engine tests start from."""
 
 from __future__ import annotations
 
@@ -18,3 +18,13 @@ def error_of(engine, operation, request) -> DynamoError:
     with pytest.raises(DynamoError) as caught:
         engine.handle(operation, copy.deepcopy(request))
     return caught.value
+
+
+def pk_table(name: str) -> dict:
+    """A CreateTable request (fresh lists each call): on-demand table `name` keyed by the string attribute `pk`."""
+    return {
+        "TableName": name,
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "BillingMode": "PAY_PER_REQUEST",
+    }

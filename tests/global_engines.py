@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine_calls import pk_table
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.replication.hlc import HybridLogicalClock
@@ -19,14 +20,6 @@ def global_engine(name: str, *, offset_s: float = 0.0, mode: str = "hlc", store=
     hlc = HybridLogicalClock(clock, max_offset_ms=500, mode=mode)
     store = store if store is not None else SqliteStore(None)
     engine = Engine(store, clock, region=name, versions=HlcVersionSource(hlc, name))
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    engine.handle("CreateTable", pk_table(TABLE))
     engine.replica.make_global(TABLE, REGIONS)
     return engine, clock

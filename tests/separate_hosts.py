@@ -7,6 +7,7 @@ every process stopped by its PID (SIGTERM, then SIGKILL), which stops the region
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -126,6 +128,28 @@ def start_hosts(topology: Path, regions: list[str], directory: Path, netns: dict
 def stop_hosts(hosts: list[Host]) -> None:
     for host in hosts:
         host.stop()
+
+
+@contextlib.contextmanager
+def quickstart_on_separate_hosts(
+    directory: Path, regions: list[str]
+) -> Iterator[tuple[Path, dict[str, str], list[Host]]]:
+    """topologies/quickstart.yaml with each of `regions` pinned to a free port on 127.0.0.1 (links of 5 ms, 1 ms
+    jitter), each started by its own `up --only`: the placed topology's path, each region's endpoint and the hosts,
+    all stopped on leaving."""
+    ports = free_ports(len(regions))
+    placement = {name: {"host": "127.0.0.1", "port": port} for name, port in zip(regions, ports)}
+    topology = placed_topology(
+        ROOT / "topologies" / "quickstart.yaml",
+        directory,
+        placement,
+        links={"default": {"latency_ms": 5, "jitter_ms": 1}},
+    )
+    started = start_hosts(topology, regions, directory / "hosts")
+    try:
+        yield topology, {name: f"http://127.0.0.1:{port}" for name, port in zip(regions, ports)}, started
+    finally:
+        stop_hosts(started)
 
 
 def cli(*arguments: str, cwd: Path, timeout: float = 300.0) -> subprocess.CompletedProcess:

@@ -119,14 +119,21 @@ def test_eventual_reads_are_not_checked():
     assert s.check().passed
 
 
-def test_budget_exhausted_is_unknown_never_pass():
+def wide_search() -> Script:
+    """Twelve concurrent writes whose outcome is unknown, then two reads: a search a budget of 5 steps cannot
+    finish (though it is linearizable)."""
     s = Script()
-    # Many concurrent info writes make the search wide; a budget of a few steps cannot finish it.
     ops = [s.start(p, "put", f"v{p}") for p in range(12)]
     for op in ops:
         s.history.info(op)
     s.get(100, "v3")
     s.get(100, "v5")
+    return s
+
+
+def test_budget_exhausted_is_unknown_never_pass():
+    # Many concurrent info writes make the search wide; a budget of a few steps cannot finish it.
+    s = wide_search()
     result = s.check(budget=5)
     assert not result.passed and "unknown" in result.detail, result
     assert s.check().passed
@@ -136,12 +143,7 @@ def test_budget_exhausted_is_unknown_never_pass():
 
 
 def test_an_exhausted_search_is_unknown_and_lists_its_keys_even_beside_an_invalid_key():
-    s = Script()
-    ops = [s.start(p, "put", f"v{p}") for p in range(12)]
-    for op in ops:
-        s.history.info(op)
-    s.get(100, "v3")
-    s.get(100, "v5")
+    s = wide_search()
     unknown = s.check(budget=5)
     assert unknown.verdict == "unknown" and not unknown.passed
     assert unknown.undecided == ["Items[k]"], unknown

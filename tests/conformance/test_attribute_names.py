@@ -2,7 +2,8 @@
 ExpressionAttributeNames values, AttributesToGet and AttributeUpdates."""
 
 import pytest
-from botocore.exceptions import ClientError
+
+from conformance.tables import create_pk_table, error_of
 
 LONGEST = "n" * 65535
 TOO_LONG = "n" * 65536
@@ -12,20 +13,7 @@ TOO_LONG_IN_BYTES = "\u20ac" * 21846
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
-    name = unique_table_name("Names")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
+    return create_pk_table(dynamodb, unique_table_name("Names"))
 
 
 KEY = {"pk": {"S": "k"}}

@@ -9,42 +9,13 @@ RestoreTableToPointInTime: "restores your table data to the state based on the s
 from __future__ import annotations
 
 import datetime
-import json
-import os
-import subprocess
-import sys
 import time
 
 import pytest
 from botocore.exceptions import ClientError
 
-
-def aws(endpoint: str, tmp_path, *args: str) -> dict:
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-        "AWS_MAX_ATTEMPTS": "1",
-    }
-    env.pop("AWS_PROFILE", None)
-    command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
-    result = subprocess.run(
-        command, check=False, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
-    )
-    assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
-    return json.loads(result.stdout) if result.stdout.strip() else {}
-
-
-def make_table(dynamodb, name: str) -> None:
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+from conformance.aws_cli import aws_cli
+from conformance.tables import create_pk_table
 
 
 def items(dynamodb, table: str) -> dict[str, dict]:
@@ -63,8 +34,8 @@ def next_second() -> float:
 
 def test_point_in_time_restores_with_the_aws_cli(dynamodb, region_endpoint, unique_table_name, tmp_path):
     source = unique_table_name("pitr")
-    make_table(dynamodb, source)
-    aws(region_endpoint, tmp_path, "update-continuous-backups", "--table-name", source,
+    create_pk_table(dynamodb, source)
+    aws_cli(region_endpoint, tmp_path, "update-continuous-backups", "--table-name", source,
         "--point-in-time-recovery-specification", "PointInTimeRecoveryEnabled=true")  # fmt: skip
     states = []
     for step in range(4):
@@ -77,13 +48,13 @@ def test_point_in_time_restores_with_the_aws_cli(dynamodb, region_endpoint, uniq
     for n, (moment, expected) in enumerate(states):
         target = f"{source}-at-{n}"
         when = datetime.datetime.fromtimestamp(moment, datetime.UTC).isoformat()
-        answer = aws(region_endpoint, tmp_path, "restore-table-to-point-in-time", "--source-table-name", source,
+        answer = aws_cli(region_endpoint, tmp_path, "restore-table-to-point-in-time", "--source-table-name", source,
                      "--target-table-name", target, "--restore-date-time", when)  # fmt: skip
         summary = answer["TableDescription"]["RestoreSummary"]
         assert summary["SourceTableArn"].endswith(f":table/{source}") and summary["RestoreInProgress"] is True
         dynamodb.get_waiter("table_exists").wait(TableName=target)
         assert items(dynamodb, target) == expected, f"restore {n}"
-    latest = aws(region_endpoint, tmp_path, "restore-table-to-point-in-time", "--source-table-name", source,
+    latest = aws_cli(region_endpoint, tmp_path, "restore-table-to-point-in-time", "--source-table-name", source,
                  "--target-table-name", f"{source}-latest", "--use-latest-restorable-time")  # fmt: skip
     assert latest["TableDescription"]["TableName"] == f"{source}-latest"
     assert items(dynamodb, f"{source}-latest") == items(dynamodb, source)
@@ -93,33 +64,33 @@ def test_point_in_time_restores_with_the_aws_cli(dynamodb, region_endpoint, uniq
 
 def test_backups_with_the_aws_cli(dynamodb, region_endpoint, unique_table_name, tmp_path):
     source = unique_table_name("bak")
-    make_table(dynamodb, source)
+    create_pk_table(dynamodb, source)
     dynamodb.put_item(TableName=source, Item={"pk": {"S": "before"}})
-    created = aws(region_endpoint, tmp_path, "create-backup", "--table-name", source, "--backup-name", "nightly")
+    created = aws_cli(region_endpoint, tmp_path, "create-backup", "--table-name", source, "--backup-name", "nightly")
     arn = created["BackupDetails"]["BackupArn"]
     assert arn.startswith(dynamodb.describe_table(TableName=source)["Table"]["TableArn"] + "/backup/")
     dynamodb.put_item(TableName=source, Item={"pk": {"S": "after"}})
-    listed = aws(region_endpoint, tmp_path, "list-backups", "--table-name", source)["BackupSummaries"]
+    listed = aws_cli(region_endpoint, tmp_path, "list-backups", "--table-name", source)["BackupSummaries"]
     assert [(s["BackupArn"], s["BackupName"], s["BackupStatus"], s["BackupType"]) for s in listed] == [
         (arn, "nightly", "AVAILABLE", "USER")
     ]
-    described = aws(region_endpoint, tmp_path, "describe-backup", "--backup-arn", arn)["BackupDescription"]
+    described = aws_cli(region_endpoint, tmp_path, "describe-backup", "--backup-arn", arn)["BackupDescription"]
     assert described["SourceTableDetails"]["TableName"] == source
     assert described["SourceTableDetails"]["ItemCount"] == 1
     target = f"{source}-restored"
-    restored = aws(region_endpoint, tmp_path, "restore-table-from-backup", "--target-table-name", target,
+    restored = aws_cli(region_endpoint, tmp_path, "restore-table-from-backup", "--target-table-name", target,
                    "--backup-arn", arn)["TableDescription"]  # fmt: skip
     assert restored["RestoreSummary"]["SourceBackupArn"] == arn
     dynamodb.get_waiter("table_exists").wait(TableName=target)
     assert list(items(dynamodb, target)) == ["before"]
-    deleted = aws(region_endpoint, tmp_path, "delete-backup", "--backup-arn", arn)["BackupDescription"]
+    deleted = aws_cli(region_endpoint, tmp_path, "delete-backup", "--backup-arn", arn)["BackupDescription"]
     assert deleted["BackupDetails"]["BackupStatus"] == "DELETED"
-    assert aws(region_endpoint, tmp_path, "list-backups", "--table-name", source)["BackupSummaries"] == []
+    assert aws_cli(region_endpoint, tmp_path, "list-backups", "--table-name", source)["BackupSummaries"] == []
 
 
 def test_restore_errors_change_nothing(dynamodb, unique_table_name):
     source = unique_table_name("err")
-    make_table(dynamodb, source)
+    create_pk_table(dynamodb, source)
     with pytest.raises(ClientError) as caught:
         dynamodb.restore_table_to_point_in_time(
             SourceTableName=source, TargetTableName=f"{source}-x", UseLatestRestorableTime=True

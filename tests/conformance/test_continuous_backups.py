@@ -8,20 +8,14 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from conformance.tables import create_pk_table
 
 NO_CLIENT_VALIDATION = Config(retries={"total_max_attempts": 1}, parameter_validation=False)
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
-    name = unique_table_name("Pitr")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
+    return create_pk_table(dynamodb, unique_table_name("Pitr"))
 
 
 def test_point_in_time_recovery_is_off_until_turned_on_and_then_described(dynamodb, table):

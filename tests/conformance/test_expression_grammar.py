@@ -2,28 +2,18 @@
 300-operator limit, and parentheses around an arithmetic pair in SET."""
 
 import pytest
-from botocore.exceptions import ClientError
+
+from conformance.tables import create_pk_table, error_of
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
     name = unique_table_name("Grammar")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_pk_table(dynamodb, name)
     dynamodb.put_item(
         TableName=name, Item={"pk": {"S": "a"}, "n": {"N": "10"}, "l": {"L": [{"S": "x"}]}, "s": {"S": "str"}}
     )
     return name
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
 
 
 def condition_error(dynamodb, table, expression, values=None, kind="ConditionExpression"):

@@ -4,16 +4,13 @@ has nothing to resume after."""
 import pytest
 from botocore.exceptions import ClientError
 
+from conformance.tables import create_pk_table
+
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
     name = unique_table_name("HashOnly")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_pk_table(dynamodb, name)
     for pk in ("a", "b"):
         dynamodb.put_item(TableName=name, Item={"pk": {"S": pk}})
     return name

@@ -14,18 +14,15 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
+from conformance.tables import create_pk_table
+
 SIXTEEN_MIB = 16 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
     name = unique_table_name("Http")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_pk_table(dynamodb, name)
     dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
     return name
 

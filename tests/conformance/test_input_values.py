@@ -3,9 +3,9 @@ arithmetic past 38 digits, items nested too deep. Each is a ValidationException 
 is written."""
 
 import pytest
-from botocore.exceptions import ClientError
 
 from conformance.raw_requests import error_message, error_type, raw_call
+from conformance.tables import create_pk_table, error_of
 
 NOT_A_NUMBER = "The parameter cannot be converted to a numeric value"
 OVERFLOW = "Number overflow. Attempting to store a number with magnitude larger than supported range"
@@ -16,20 +16,7 @@ TOO_DEEP = (
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
-    name = unique_table_name("Values")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
+    return create_pk_table(dynamodb, unique_table_name("Values"))
 
 
 def absent(dynamodb, table, pk):

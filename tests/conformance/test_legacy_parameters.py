@@ -2,7 +2,8 @@
 and what it only evaluates against the item."""
 
 import pytest
-from botocore.exceptions import ClientError
+
+from conformance.tables import error_of
 
 INVALID = "One or more parameter values were invalid: "
 WITHOUT_CONDITIONS = "ConditionalOperator cannot be used without Filter or Expected"
@@ -32,12 +33,6 @@ def table(dynamodb, unique_table_name):
     for item in items:
         dynamodb.put_item(TableName=name, Item=item)
     return name
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
 
 
 def keys(response):

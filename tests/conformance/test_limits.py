@@ -1,18 +1,14 @@
 """Limits and bad input: each request gets DynamoDB's error type and the table is unchanged afterwards."""
 
 import pytest
-from botocore.exceptions import ClientError
+
+from conformance.tables import create_pk_table, error_of
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
     name = unique_table_name("Limits")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_pk_table(dynamodb, name)
     dynamodb.put_item(TableName=name, Item={"pk": {"S": "existing"}, "v": {"N": "1"}})
     return name
 
@@ -20,12 +16,6 @@ def table(dynamodb, unique_table_name):
 def contents(dynamodb, table):
     items = dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]
     return sorted(items, key=lambda i: i["pk"]["S"])
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
 
 
 def nested_map(depth):

@@ -4,20 +4,15 @@ of a large integer cost nothing, in the 400 KB item limit and in consumed capaci
 import pytest
 from botocore.exceptions import ClientError
 
+from conformance.tables import create_pk_table
+
 HUGE_ONE = "1E+125"  # stored as 1 followed by 125 zeros: 1 significant digit, 2 bytes
 MANTISSA_38 = "12345678901234567890123456789012345678E+30"  # 38 significant digits: 20 bytes
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
-    name = unique_table_name("NumberSize")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
+    return create_pk_table(dynamodb, unique_table_name("NumberSize"))
 
 
 def item(pk, number, payload):

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from conformance.aws_cli import aws_cli
 
 NOT_WELL_FORMED = "Statement wasn't well formed, can't be processed: "
 INCOMPLETE_KEY = "Where clause does not contain a mandatory equality on all key attributes"
@@ -79,9 +77,14 @@ def get(client, table, pk, sk=None):
     return client.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
 
 
+def put(client, table, pk, sk, **attributes):
+    """PutItem of the item keyed (pk, sk) holding `attributes` (AttributeValues by name)."""
+    client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"N": str(sk)}, **attributes})
+
+
 def put_rows(client, table, pk, count, **extra):
     for sk in range(count):
-        client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"N": str(sk)}, **extra})
+        put(client, table, pk, sk, **extra)
 
 
 # ------------------------------------------------------------------------------------------------------- INSERT
@@ -169,9 +172,9 @@ def test_select_with_key_conditions_and_filters(dynamodb, music):
 def test_select_functions_missing_type_size_contains(dynamodb, music):
     # Why: the documented PartiQL functions and IS MISSING work in WHERE as the item API's functions do.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "tags": {"SS": ["rock", "live"]}})
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "2"}, "tags": {"S": "rock"}})
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "3"}})
+    put(dynamodb, music, pk, 1, tags={"SS": ["rock", "live"]})
+    put(dynamodb, music, pk, 2, tags={"S": "rock"})
+    put(dynamodb, music, pk, 3)
     base = f"SELECT sk FROM \"{music}\" WHERE pk = '{pk}' AND "
 
     def sks(condition):
@@ -189,14 +192,13 @@ def test_select_functions_missing_type_size_contains(dynamodb, music):
 def test_select_projects_top_level_and_nested_paths(dynamodb, music):
     # Why: a projection list of document paths answers each value under the path's last attribute name.
     pk = fresh()
-    dynamodb.put_item(
-        TableName=music,
-        Item={
-            "pk": {"S": pk},
-            "sk": {"N": "1"},
-            "title": {"S": "t"},
-            "detail": {"M": {"label": {"S": "Acme"}, "years": {"L": [{"N": "2020"}, {"N": "2018"}]}}},
-        },
+    put(
+        dynamodb,
+        music,
+        pk,
+        1,
+        title={"S": "t"},
+        detail={"M": {"label": {"S": "Acme"}, "years": {"L": [{"N": "2020"}, {"N": "2018"}]}}},
     )
     items = run(dynamodb, f"SELECT title, detail.label, detail.years[1], nothing FROM \"{music}\" WHERE pk = '{pk}'")
     assert items["Items"] == [{"title": {"S": "t"}, "label": {"S": "Acme"}, "years[1]": {"N": "2018"}}]
@@ -207,7 +209,7 @@ def test_select_from_an_index(dynamodb, music):
     owner = fresh("owner")
     pks = [fresh(), fresh()]
     for pk in pks:
-        dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "owner": {"S": owner}})
+        put(dynamodb, music, pk, 1, owner={"S": owner})
     items = run(dynamodb, f"SELECT pk FROM \"{music}\".\"by-owner\" WHERE owner = '{owner}'")["Items"]
     assert sorted(item["pk"]["S"] for item in items) == sorted(pks)
     error = refusal(
@@ -314,16 +316,8 @@ def test_a_next_token_is_refused_for_another_statement_or_when_forged(dynamodb, 
 def test_update_set_remove_and_collection_functions(dynamodb, music):
     # Why: SET (values, arithmetic, LIST_APPEND, SET_ADD, SET_DELETE) and REMOVE edit one item named by its key.
     pk = fresh()
-    dynamodb.put_item(
-        TableName=music,
-        Item={
-            "pk": {"S": pk},
-            "sk": {"N": "1"},
-            "plays": {"N": "10"},
-            "years": {"L": [{"N": "2018"}]},
-            "tags": {"SS": ["a", "b"]},
-            "old": {"S": "x"},
-        },
+    put(
+        dynamodb, music, pk, 1, plays={"N": "10"}, years={"L": [{"N": "2018"}]}, tags={"SS": ["a", "b"]}, old={"S": "x"}
     )
     response = run(
         dynamodb,
@@ -345,14 +339,13 @@ def test_update_nested_paths_and_list_elements(dynamodb, music):
     # Why: SET and REMOVE take document paths; LIST_APPEND prepends with its operands swapped; a set emptied by
     # SET_DELETE removes the attribute, as the item API's DELETE does.
     pk = fresh()
-    dynamodb.put_item(
-        TableName=music,
-        Item={
-            "pk": {"S": pk},
-            "sk": {"N": "1"},
-            "detail": {"M": {"label": {"S": "Old"}, "years": {"L": [{"N": "1"}, {"N": "2"}, {"N": "3"}]}}},
-            "tags": {"SS": ["x"]},
-        },
+    put(
+        dynamodb,
+        music,
+        pk,
+        1,
+        detail={"M": {"label": {"S": "Old"}, "years": {"L": [{"N": "1"}, {"N": "2"}, {"N": "3"}]}}},
+        tags={"SS": ["x"]},
     )
     run(
         dynamodb,
@@ -373,7 +366,7 @@ def test_update_nested_paths_and_list_elements(dynamodb, music):
 def test_update_returning_forms(dynamodb, music):
     # Why: RETURNING ALL OLD / MODIFIED OLD / ALL NEW / MODIFIED NEW answer the item as UpdateItem's ReturnValues do.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}, "b": {"S": "b"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"}, b={"S": "b"})
     base = f"UPDATE \"{music}\" SET a = a + 1 WHERE pk = '{pk}' AND sk = 1 RETURNING "
     key = {"pk": {"S": pk}, "sk": {"N": "1"}}
     assert run(dynamodb, base + "ALL OLD *")["Items"] == [{**key, "a": {"N": "1"}, "b": {"S": "b"}}]
@@ -388,7 +381,7 @@ def test_update_is_never_an_upsert_and_checks_its_conditions(dynamodb, music):
     error = refusal(run, client=dynamodb, statement=f"UPDATE \"{music}\" SET a = 1 WHERE pk = '{pk}' AND sk = 1")
     assert error["Error"] == {"Code": "ConditionalCheckFailedException", "Message": CCF_MESSAGE}
     assert get(dynamodb, music, pk, 1) is None
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"})
     error = refusal(
         run,
         client=dynamodb,
@@ -404,7 +397,7 @@ def test_update_is_never_an_upsert_and_checks_its_conditions(dynamodb, music):
 def test_update_needs_the_whole_key_and_cannot_change_it(dynamodb, music):
     # Why: the WHERE clause must pin one item by every key attribute; key attributes cannot be SET.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}})
+    put(dynamodb, music, pk, 1)
     error = refusal(run, client=dynamodb, statement=f"UPDATE \"{music}\" SET a = 1 WHERE pk = '{pk}'")
     assert error["Error"] == {"Code": "ValidationException", "Message": INCOMPLETE_KEY}
     error = refusal(run, client=dynamodb, statement=f"UPDATE \"{music}\" SET a = 1 WHERE pk = '{pk}' OR sk = 1")
@@ -422,7 +415,7 @@ def test_update_needs_the_whole_key_and_cannot_change_it(dynamodb, music):
 def test_delete_returning_all_old_and_its_conditions(dynamodb, music):
     # Why: a missing item deletes nothing and succeeds; a false condition on an existing one is refused.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"})
     table = f'"{music}"'
     assert run(dynamodb, f"DELETE FROM {table} WHERE pk = '{pk}' AND sk = 2 AND a = 5")["Items"] == []
     error = refusal(run, client=dynamodb, statement=f"DELETE FROM {table} WHERE pk = '{pk}' AND sk = 1 AND a = 5")
@@ -507,7 +500,7 @@ def test_partiql_writes_reach_the_table_stream(dynamodb, client_factory, unique_
 def test_batch_writes_answer_each_statement(dynamodb, music):
     # Why: "A HTTP 200 response does not mean that all statements ... succeeded": errors sit in each Response.
     pk = fresh()
-    dynamodb.put_item(TableName=music, Item={"pk": {"S": pk}, "sk": {"N": "1"}, "a": {"N": "1"}})
+    put(dynamodb, music, pk, 1, a={"N": "1"})
     table = f'"{music}"'
     response = dynamodb.batch_execute_statement(
         Statements=[
@@ -684,25 +677,6 @@ def test_transaction_limits_and_mixing_are_refused(dynamodb, flat):
 
 
 # ------------------------------------------------------------------------------------------------------- aws CLI
-
-
-def aws_cli(endpoint, tmp_path, *args):
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),  # the machine's own aws configuration stays out
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-        "AWS_MAX_ATTEMPTS": "1",
-    }
-    env.pop("AWS_PROFILE", None)
-    command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
-    result = subprocess.run(
-        command, check=False, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
-    )
-    assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
-    return json.loads(result.stdout) if result.stdout.strip() else {}
 
 
 def test_the_aws_cli_runs_the_developer_guides_partiql_examples(region_endpoint, dynamodb, flat, tmp_path):

@@ -3,18 +3,13 @@ no Attributes; an update that sets anything (or an empty AttributeUpdates) still
 
 import pytest
 
+from conformance.tables import create_pk_table
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
     name = unique_table_name("RemoveOnly")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    create_pk_table(dynamodb, name, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
     return name
 
 

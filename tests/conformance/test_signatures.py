@@ -7,34 +7,18 @@ multi-region testbed, writes silently landing in the wrong region). Any key is a
 
 from __future__ import annotations
 
-import datetime
 import http.client
 import json
-from unittest import mock
 from urllib.parse import urlsplit
 
-import botocore.auth
-import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from botocore.exceptions import ClientError
 
+from conformance.signing_clock import signed_minutes_ago
+from conformance.tables import error_of as refused
 
 AMZ_JSON = "application/x-amz-json-1.0"
-
-
-def signed_minutes_ago(minutes: float):
-    """botocore signs as if its clock were `minutes` behind (negative: ahead)."""
-    moment = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(minutes=minutes)
-    return mock.patch.object(botocore.auth, "get_current_datetime", lambda: moment)
-
-
-def refused(call) -> tuple[str, str]:
-    with pytest.raises(ClientError) as caught:
-        call()
-    error = caught.value.response["Error"]
-    return error["Code"], error["Message"]
 
 
 def test_any_key_is_accepted(client_factory):

@@ -3,8 +3,8 @@ ListStreams and DescribeStream parameter checks, and disabling a stream a table 
 
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
 
+from conformance.tables import create_pk_table, error_of
 
 NO_CLIENT_VALIDATION = Config(retries={"total_max_attempts": 1}, parameter_validation=False)
 
@@ -22,20 +22,7 @@ def raw_streams(client_factory):
 
 def make_table(dynamodb, name, stream=True):
     extra = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"}} if stream else {}
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-        **extra,
-    )
-    return name
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
+    return create_pk_table(dynamodb, name, **extra)
 
 
 def shard_of(dynamodb, streams, table):

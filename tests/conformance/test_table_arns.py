@@ -5,18 +5,14 @@ maps keyed by ARN, whose answers come back keyed the same way."""
 import pytest
 from botocore.exceptions import ClientError
 
+from conformance.tables import create_pk_table
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name, region_name, account_id):
     name = unique_table_name("Arns")
     arn = f"arn:aws:dynamodb:{region_name}:{account_id}:table/{name}"
-    dynamodb.create_table(
-        TableName=arn,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_pk_table(dynamodb, arn)
     return name, arn
 
 

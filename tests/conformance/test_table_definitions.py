@@ -2,15 +2,10 @@
 creation without its own definitions, INCLUDE projections, and reads of attributes a GSI does not project."""
 
 import pytest
-from botocore.exceptions import ClientError
+
+from conformance.tables import error_of
 
 INVALID = "One or more parameter values were invalid: "
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
 
 
 def definitions(**types):

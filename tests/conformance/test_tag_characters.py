@@ -1,25 +1,15 @@
 """Tag keys and values may hold only letters, digits, white space and + - = . _ : / @ (any script)."""
 
 import pytest
-from botocore.exceptions import ClientError
+
+from conformance.tables import create_pk_table, error_of
 
 
 @pytest.fixture(scope="module")
 def table_arn(dynamodb, unique_table_name):
     name = unique_table_name("Tags")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_pk_table(dynamodb, name)
     return dynamodb.describe_table(TableName=name)["Table"]["TableArn"]
-
-
-def error_of(call, **kwargs):
-    with pytest.raises(ClientError) as caught:
-        call(**kwargs)
-    return caught.value.response["Error"]["Code"], caught.value.response["Error"]["Message"]
 
 
 ALLOWED = ["team", "Cost Center", "a+b-c=d.e_f:g/h@i", "Équipe", "チーム", "٣٤", "v 1.2"]

@@ -4,19 +4,14 @@ limit applies to."""
 import pytest
 from botocore.exceptions import ClientError
 
+from conformance.tables import create_pk_table
+
 BIG = 380 * 1024  # eleven of these are over 4 MB
 
 
 @pytest.fixture(scope="module")
 def table(dynamodb, unique_table_name):
-    name = unique_table_name("TxRules")
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
+    return create_pk_table(dynamodb, unique_table_name("TxRules"))
 
 
 def put(table, pk, **attributes):

@@ -8,11 +8,8 @@ the full scans taken as the workload ran, and the table's stream (its change his
 
 from __future__ import annotations
 
-import pytest
-
-from engine_calls import call, error_of
+from engine_calls import call, error_of, pk_table
 from global_engines import TABLE
-from global_engines import global_engine as make_region
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.replication.messages import Ship, decode, encode
@@ -82,15 +79,6 @@ def stream_fold(engine, table, moment: float) -> dict[str, dict]:
         else:
             state[pk] = change["NewImage"]
     return state
-
-
-@pytest.fixture
-def regions(make_store):
-    (a, clock_a), (b, clock_b) = (
-        make_region("us-east-1", store=make_store()),
-        make_region("eu-west-1", store=make_store()),
-    )
-    return a, b, clock_a, clock_b
 
 
 def test_point_in_time_restore_is_exact_at_every_instant_of_a_seeded_workload(regions):
@@ -336,12 +324,7 @@ def test_backups_survive_a_restart(tmp_path):
 
 
 def create(engine, name, with_index=False):
-    request = {
-        "TableName": name,
-        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-        "BillingMode": "PAY_PER_REQUEST",
-    }
+    request = pk_table(name)
     if with_index:
         request["AttributeDefinitions"].append({"AttributeName": "g", "AttributeType": "S"})
         request["GlobalSecondaryIndexes"] = [

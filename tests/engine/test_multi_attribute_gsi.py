@@ -63,16 +63,21 @@ MATCH_TYPES = {"matchId": "S", **dict(HASH_PARTS), **dict(RANGE_PARTS)}
 TOURNAMENT_GSI = gsi(INDEX, [n for n, _ in HASH_PARTS], [n for n, _ in RANGE_PARTS])
 
 
-def create(engine, gsis=(TOURNAMENT_GSI,), types=None, name=TABLE):
+def table_request(types=None, gsis=(TOURNAMENT_GSI,), key="matchId", name=TABLE):
+    """A CreateTable request: on-demand table `name` keyed by HASH `key`, attributes of `types`, the GSIs `gsis`."""
     request = {
         "TableName": name,
         "AttributeDefinitions": definitions(**(types or MATCH_TYPES)),
-        "KeySchema": elements(["matchId"]),
+        "KeySchema": elements([key]),
         "BillingMode": "PAY_PER_REQUEST",
     }
     if gsis:
         request["GlobalSecondaryIndexes"] = list(gsis)
-    return engine.handle("CreateTable", request)
+    return request
+
+
+def create(engine, gsis=(TOURNAMENT_GSI,), types=None, name=TABLE):
+    return engine.handle("CreateTable", table_request(types, gsis, name=name))
 
 
 def match(match_id, tournament="WINTER2024", region="NA-EAST", round_="SEMIFINALS", bracket="UPPER", no=1, **more):
@@ -154,9 +159,7 @@ def test_four_hash_and_four_range_attributes_are_accepted_and_described_as_decla
     # Why: a GSI key may have up to 4 HASH then up to 4 RANGE attributes; DescribeTable echoes every element in order.
     types = {"id": "S", "h1": "S", "h2": "N", "h3": "B", "h4": "S", "r1": "N", "r2": "S", "r3": "B", "r4": "N"}
     index = gsi("wide", ["h1", "h2", "h3", "h4"], ["r1", "r2", "r3", "r4"], projection="KEYS_ONLY")
-    request = {"TableName": "Wide", "AttributeDefinitions": definitions(**types), "KeySchema": elements(["id"]),
-               "BillingMode": "PAY_PER_REQUEST", "GlobalSecondaryIndexes": [index]}  # fmt: skip
-    engine.handle("CreateTable", request)
+    engine.handle("CreateTable", table_request(types, [index], key="id", name="Wide"))
     described = engine.handle("DescribeTable", {"TableName": "Wide"})["Table"]
     assert described["GlobalSecondaryIndexes"][0]["KeySchema"] == index["KeySchema"]
     assert described["GlobalSecondaryIndexes"][0]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
@@ -186,10 +189,7 @@ def test_four_hash_and_four_range_attributes_are_accepted_and_described_as_decla
 def test_more_than_four_attributes_on_a_side_is_refused(engine, hashes, ranges, pattern):
     # Why: each side of a multi-attribute GSI key has at most 4 attributes; the message names the side.
     types = {"id": "S", **{name: "S" for name in (*hashes, *ranges)}}
-    refused(engine, "CreateTable", {
-        "TableName": TABLE, "AttributeDefinitions": definitions(**types), "KeySchema": elements(["id"]),
-        "BillingMode": "PAY_PER_REQUEST", "GlobalSecondaryIndexes": [gsi(INDEX, hashes, ranges)],
-    }, pattern)  # fmt: skip
+    refused(engine, "CreateTable", table_request(types, [gsi(INDEX, hashes, ranges)], key="id"), pattern)
     assert engine.handle("ListTables", {})["TableNames"] == []
 
 
@@ -204,22 +204,18 @@ INTERLEAVED = [
                          ids=["range-then-hash", "hash-range-hash"])
 def test_a_hash_element_after_a_range_element_is_refused(engine, key_schema):
     # Why: every HASH element of a GSI key comes before every RANGE element, however few there are.
-    refused(engine, "CreateTable", {
-        "TableName": TABLE, "AttributeDefinitions": definitions(matchId="S", a="S", b="S", c="S"),
-        "KeySchema": elements(["matchId"]), "BillingMode": "PAY_PER_REQUEST",
-        "GlobalSecondaryIndexes": [{"IndexName": INDEX, "KeySchema": key_schema, "Projection": {"ProjectionType": "ALL"}}],
-    }, "HASH.*precede.*RANGE")  # fmt: skip
+    index = {"IndexName": INDEX, "KeySchema": key_schema, "Projection": {"ProjectionType": "ALL"}}
+    refused(engine, "CreateTable", table_request({"matchId": "S", "a": "S", "b": "S", "c": "S"}, [index]),
+            "HASH.*precede.*RANGE")  # fmt: skip
 
 
 def test_hash_elements_must_precede_range_elements_in_create_table_and_update_table(engine):
     # Why: every HASH element comes before every RANGE element, in CreateTable and UpdateTable Create alike.
-    types = definitions(matchId="S", a="S", b="S", c="S")
+    types = {"matchId": "S", "a": "S", "b": "S", "c": "S"}
     index = {"IndexName": INDEX, "KeySchema": INTERLEAVED, "Projection": {"ProjectionType": "ALL"}}
-    refused(engine, "CreateTable", {"TableName": TABLE, "AttributeDefinitions": types, "KeySchema": elements(["matchId"]),
-                                    "BillingMode": "PAY_PER_REQUEST", "GlobalSecondaryIndexes": [index]},
-            "HASH.*precede.*RANGE")  # fmt: skip
+    refused(engine, "CreateTable", table_request(types, [index]), "HASH.*precede.*RANGE")
     create(engine, gsis=(), types={"matchId": "S"})
-    refused(engine, "UpdateTable", {"TableName": TABLE, "AttributeDefinitions": types,
+    refused(engine, "UpdateTable", {"TableName": TABLE, "AttributeDefinitions": definitions(**types),
                                     "GlobalSecondaryIndexUpdates": [{"Create": index}]}, "HASH.*precede.*RANGE")
     assert "GlobalSecondaryIndexes" not in engine.handle("DescribeTable", {"TableName": TABLE})["Table"]
 
@@ -236,19 +232,15 @@ def test_hash_elements_must_precede_range_elements_in_create_table_and_update_ta
 )
 def test_an_attribute_appears_once_in_one_index_key(engine, key_schema):
     # Why: an attribute may be used once per index KeySchema, as HASH+HASH or HASH+RANGE alike ("same name").
-    refused(engine, "CreateTable", {
-        "TableName": TABLE, "AttributeDefinitions": definitions(id="S", a="S", b="S", c="S"),
-        "KeySchema": elements(["id"]), "BillingMode": "PAY_PER_REQUEST",
-        "GlobalSecondaryIndexes": [{"IndexName": INDEX, "KeySchema": key_schema, "Projection": {"ProjectionType": "ALL"}}],
-    }, "same name")  # fmt: skip
+    index = {"IndexName": INDEX, "KeySchema": key_schema, "Projection": {"ProjectionType": "ALL"}}
+    refused(engine, "CreateTable", table_request({"id": "S", "a": "S", "b": "S", "c": "S"}, [index], key="id"),
+            "same name")  # fmt: skip
 
 
 def test_every_component_needs_an_attribute_definition(engine):
     # Why: every key attribute must be declared in AttributeDefinitions.
-    refused(engine, "CreateTable", {
-        "TableName": TABLE, "AttributeDefinitions": definitions(id="S", a="S", b="S"), "KeySchema": elements(["id"]),
-        "BillingMode": "PAY_PER_REQUEST", "GlobalSecondaryIndexes": [gsi(INDEX, ["a", "b"], ["c"])],
-    }, "AttributeDefinitions")  # fmt: skip
+    request = table_request({"id": "S", "a": "S", "b": "S"}, [gsi(INDEX, ["a", "b"], ["c"])], key="id")
+    refused(engine, "CreateTable", request, "AttributeDefinitions")
 
 
 def test_tables_and_lsis_keep_one_hash_and_one_range_attribute(engine):
@@ -715,10 +707,8 @@ def test_every_valid_key_condition_matches_a_brute_force_model(engine, seed):
     # valid HASH-equality/RANGE-prefix condition returns exactly the matching items, in order, at any page size.
     rng = random.Random(seed)
     types = {"id": "S", **dict(MODEL_HASH), **dict(MODEL_RANGE)}
-    request = {"TableName": "Model", "AttributeDefinitions": definitions(**types), "KeySchema": elements(["id"]),
-               "BillingMode": "PAY_PER_REQUEST",
-               "GlobalSecondaryIndexes": [gsi("model", [n for n, _ in MODEL_HASH], [n for n, _ in MODEL_RANGE])]}  # fmt: skip
-    engine.handle("CreateTable", request)
+    index = gsi("model", [n for n, _ in MODEL_HASH], [n for n, _ in MODEL_RANGE])
+    engine.handle("CreateTable", table_request(types, [index], key="id", name="Model"))
     hashes = [(S("p"), N(1)), (S("p"), N(2)), (S("q"), N(1))]
     items = []
     for n in range(120):

@@ -13,6 +13,7 @@ import copy
 
 import pytest
 
+from engine_calls import pk_table
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
 from globaltables.runtime.clock import ManualClock
@@ -31,15 +32,7 @@ def clock():
 @pytest.fixture
 def engine(clock, make_store):
     engine = Engine(make_store(), clock)
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    engine.handle("CreateTable", pk_table(TABLE))
     engine.handle("PutItem", {"TableName": TABLE, "Item": {**KEY, "v": {"N": "1"}}})
     return engine
 

@@ -4,7 +4,6 @@ Two engines stand for two regions; records are shipped by hand through the Repli
 docs/replication.md is checked without any network.
 """
 
-import pytest
 
 from global_engines import REGIONS, TABLE
 from global_engines import global_engine as make_region
@@ -43,15 +42,6 @@ def ship(source, dest):
 def wire(records, lane, after):
     """Records as a peer receives them: encoded as a link ships them, then decoded."""
     return list(decode(encode(Ship(TABLE, lane, 0, after, tuple(records)))).records) if records else []
-
-
-@pytest.fixture
-def regions(make_store):
-    (a, clock_a), (b, clock_b) = (
-        make_region("us-east-1", store=make_store()),
-        make_region("eu-west-1", store=make_store()),
-    )
-    return a, b, clock_a, clock_b
 
 
 def test_a_write_replicates_with_its_version(regions):

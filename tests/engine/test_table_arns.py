@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine_calls import pk_table
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import DynamoError
 from globaltables.runtime.clock import ManualClock
@@ -19,15 +20,7 @@ def engine(make_store) -> Engine:
 
 
 def create(engine: Engine, name: str) -> None:
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": name,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    engine.handle("CreateTable", pk_table(name))
 
 
 def error(engine: Engine, operation: str, request: dict) -> DynamoError:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from separate_hosts import ROOT, env, free_ports, placed_topology, start_hosts, stop_hosts
+from separate_hosts import env, quickstart_on_separate_hosts
 
 pytestmark = pytest.mark.timeout(300)
 REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-1"]
@@ -38,16 +38,7 @@ def test_a_crash_and_restart_reach_the_regions_own_supervisor(topology):
 
 
 def test_the_kit_runs_a_users_conflict_test_against_attached_regions(tmp_path: Path):
-    ports = free_ports(3)
-    placement = {name: {"host": "127.0.0.1", "port": port} for name, port in zip(REGIONS, ports)}
-    topology = placed_topology(
-        ROOT / "topologies" / "quickstart.yaml",
-        tmp_path,
-        placement,
-        links={"default": {"latency_ms": 5, "jitter_ms": 1}},
-    )
-    started = start_hosts(topology, REGIONS, tmp_path / "hosts")
-    try:
+    with quickstart_on_separate_hosts(tmp_path, REGIONS) as (topology, _, started):
         user = tmp_path / "user"
         user.mkdir()
         (user / "test_conflicts.py").write_text(USER_TEST.format(topology=str(topology)))
@@ -67,5 +58,3 @@ def test_the_kit_runs_a_users_conflict_test_against_attached_regions(tmp_path: P
             len(host.state()["regions"][host.region]["exit_codes"]) == (host.region == "ap-southeast-1")
             for host in started
         )
-    finally:
-        stop_hosts(started)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from separate_hosts import ROOT, cli, free_ports, placed_topology, start_hosts, stop_hosts
+from separate_hosts import ROOT, cli, quickstart_on_separate_hosts
 from region_process import make_client
 
 pytestmark = pytest.mark.timeout(300)
@@ -18,19 +18,8 @@ REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-1"]
 
 @pytest.fixture
 def hosts(tmp_path: Path):
-    ports = free_ports(3)
-    placement = {name: {"host": "127.0.0.1", "port": port} for name, port in zip(REGIONS, ports)}
-    topology = placed_topology(
-        ROOT / "topologies" / "quickstart.yaml",
-        tmp_path,
-        placement,
-        links={"default": {"latency_ms": 5, "jitter_ms": 1}},
-    )
-    started = start_hosts(topology, REGIONS, tmp_path / "hosts")
-    try:
-        yield topology, {name: f"http://127.0.0.1:{port}" for name, port in zip(REGIONS, ports)}, started
-    finally:
-        stop_hosts(started)
+    with quickstart_on_separate_hosts(tmp_path, REGIONS) as placed:
+        yield placed
 
 
 def test_each_up_starts_only_its_region_and_names_the_others_elsewhere(hosts):

@@ -14,45 +14,26 @@ import sys
 
 import pytest
 
+from conformance.aws_cli import aws_cli
 from globaltables.cli.main import build_parser
-
-
-def aws(endpoint: str, tmp_path, *args: str) -> dict:
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        # Keep the machine's own aws configuration (profiles, retry settings) out of the test.
-        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-        "AWS_MAX_ATTEMPTS": "1",
-    }
-    env.pop("AWS_PROFILE", None)
-    command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
-    result = subprocess.run(
-        command, check=False, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
-    )
-    assert result.returncode == 0, f"{' '.join(args)}: {result.stderr}"
-    return json.loads(result.stdout) if result.stdout.strip() else {}
 
 
 def test_aws_cli_create_put_get(region_endpoint, unique_table_name, tmp_path):
     name = unique_table_name("cli")
-    created = aws(
+    created = aws_cli(
         region_endpoint, tmp_path, "create-table", "--table-name", name,
         "--attribute-definitions", "AttributeName=customerId,AttributeType=S", "AttributeName=sk,AttributeType=S",
         "--key-schema", "AttributeName=customerId,KeyType=HASH", "AttributeName=sk,KeyType=RANGE",
         "--billing-mode", "PAY_PER_REQUEST",
     )  # fmt: skip
     assert created["TableDescription"]["TableName"] == name
-    aws(region_endpoint, tmp_path, "wait", "table-exists", "--table-name", name)
-    assert name in aws(region_endpoint, tmp_path, "list-tables")["TableNames"]
+    aws_cli(region_endpoint, tmp_path, "wait", "table-exists", "--table-name", name)
+    assert name in aws_cli(region_endpoint, tmp_path, "list-tables")["TableNames"]
 
     item = {"customerId": {"S": "C-17"}, "sk": {"S": "2026-10-28#o-981"}, "total": {"N": "42.50"}}
-    aws(region_endpoint, tmp_path, "put-item", "--table-name", name, "--item", json.dumps(item))
+    aws_cli(region_endpoint, tmp_path, "put-item", "--table-name", name, "--item", json.dumps(item))
     key = {"customerId": {"S": "C-17"}, "sk": {"S": "2026-10-28#o-981"}}
-    got = aws(
+    got = aws_cli(
         region_endpoint, tmp_path, "get-item", "--table-name", name, "--key", json.dumps(key), "--consistent-read"
     )
     assert got["Item"] == {**item, "total": {"N": "42.5"}}

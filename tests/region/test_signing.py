@@ -23,8 +23,10 @@ import pytest
 from botocore.auth import SigV4Auth, SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from botocore.exceptions import ClientError
 
+from conformance.aws_cli import run_aws_cli
+from conformance.signing_clock import signed_minutes_ago
+from conformance.tables import error_of as refused
 from globaltables.region.signing import (
     AccessKey,
     CredentialsError,
@@ -73,19 +75,6 @@ def keyed_client(endpoint: str, key: str = KEY, secret: str = SECRET, region: st
     )  # fmt: skip
 
 
-def signed_minutes_ago(minutes: float):
-    """botocore signs as if its clock were `minutes` behind (negative: ahead)."""
-    moment = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(minutes=minutes)
-    return mock.patch.object(botocore.auth, "get_current_datetime", lambda: moment)
-
-
-def refused(call) -> tuple[str, str]:
-    with pytest.raises(ClientError) as caught:
-        call()
-    error = caught.value.response["Error"]
-    return error["Code"], error["Message"]
-
-
 def put(client, pk: str):
     return client.put_item(TableName=TABLE, Item={"pk": {"S": pk}, "v": {"N": "1"}})
 
@@ -105,10 +94,10 @@ def test_right_keys_work_with_boto3(keyed_region):
 
 
 def test_right_keys_work_with_the_aws_cli(keyed_region, tmp_path):
-    out = aws_cli(keyed_region.endpoint, tmp_path, KEY, SECRET, "describe-table", "--table-name", TABLE)
+    out = run_aws_cli(keyed_region.endpoint, tmp_path, "describe-table", "--table-name", TABLE, key=KEY, secret=SECRET)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["Table"]["TableName"] == TABLE
-    wrong = aws_cli(keyed_region.endpoint, tmp_path, KEY, "not-the-secret", "list-tables")
+    wrong = run_aws_cli(keyed_region.endpoint, tmp_path, "list-tables", key=KEY, secret="not-the-secret")
     assert wrong.returncode != 0 and "InvalidSignatureException" in wrong.stderr
 
 
@@ -347,21 +336,6 @@ def post(url: str, body: bytes, headers: dict) -> tuple[int, dict]:
         return response.status, json.loads(response.read() or b"{}")
     finally:
         connection.close()
-
-
-def aws_cli(endpoint: str, tmp_path, key: str, secret: str, *args: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": key,
-        "AWS_SECRET_ACCESS_KEY": secret,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-        "AWS_MAX_ATTEMPTS": "1",
-    }
-    env.pop("AWS_PROFILE", None)
-    command = [sys.executable, "-m", "awscli", "dynamodb", *args, "--endpoint-url", endpoint, "--output", "json"]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
 # ------------------------------------------------------------------------------------------- from a topology

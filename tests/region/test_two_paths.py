@@ -17,6 +17,7 @@ import zlib
 import orjson
 import pytest
 
+from engine_calls import pk_table
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.region.app import DYNAMODB_ANSWER, make_app, make_runner
@@ -116,15 +117,7 @@ async def both_paths():
     """(front port, aiohttp port) of one region app whose table holds a 6 KB item (its answers are compressible)."""
     store = SqliteStore(None)
     engine = Engine(store, SystemClock(), region="us-east-1")
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    engine.handle("CreateTable", pk_table(TABLE))
     engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "large"}, "text": {"S": "some text " * 600}}})
     app = make_app(engine)
     runner = make_runner(app, access_log=None)

@@ -130,18 +130,7 @@ class MrscRequests:
         """A PartiQL request: each item operation its statements stand for (engine/partiql/run.py) takes this
         path in turn, so a PartiQL write on a strong table waits for the commit protocol (and a conflict is
         ReplicatedWriteConflictException) and a consistent SELECT is a strong read, as their item API forms are."""
-        generator = partiql.steps(self.engine, operation, request)
-        try:
-            call = next(generator)
-            while True:
-                try:
-                    response = yield from self._route(*call)
-                except DynamoError as error:
-                    call = generator.throw(error)
-                else:
-                    call = generator.send(response)
-        except StopIteration as done:
-            return done.value
+        return (yield from partiql.drive(partiql.steps(self.engine, operation, request), self._route))
 
     # ------------------------------------------------------------------------------------------------ helpers
 

@@ -16,6 +16,6 @@ unchanged. The operation modules (`operations/execute_statement.py`, ...) drive 
 """
 
 from .parser import parse_statement
-from .run import run_inline, steps
+from .run import drive, run_inline, steps
 
-__all__ = ["parse_statement", "run_inline", "steps"]
+__all__ = ["drive", "parse_statement", "run_inline", "steps"]

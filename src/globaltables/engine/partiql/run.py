@@ -4,7 +4,7 @@ Theory of operation: `steps(engine, operation, request)` validates the request, 
 then yields `(operation, request)` pairs of the item API (GetItem, Query, Scan, PutItem, UpdateItem, DeleteItem,
 TransactGetItems, TransactWriteItems), one at a time, and receives each one's response (or has its DynamoError
 thrown in); its return value is the PartiQL response. Whoever drives it decides how an item operation runs:
-- `run_inline` hands each to `Engine.handle` (a standalone region, an MREC region: the writes commit and replicate
+- `run_inline` hands each to `Engine.handle` (both through `drive`) (a standalone region, an MREC region: the writes commit and replicate
   as the item operations' own writes do);
 - a strong-mode region routes each through its own request path (region/mrsc_requests.py), so a PartiQL write on
   a strong table takes the commit protocol and a consistent SELECT the strong read, exactly as the item API would.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import orjson
@@ -138,19 +138,34 @@ def steps(engine: Any, operation: str, request: Any) -> Steps:
     return execute_transaction(engine, request)
 
 
-def run_inline(engine: Any, generator: Steps) -> dict:
-    """Drive `generator` with `Engine.handle`: each item operation runs as the engine runs it."""
+def drive(generator: Steps, perform: Callable[[str, dict], Generator[Any, Any, dict]]) -> Generator[Any, Any, dict]:
+    """Drive `generator`: run each item operation it yields with `perform` (steps of the driver's own kind, whose
+    waits pass through), then send the response back, or throw in the DynamoError it raised; the PartiQL response."""
     try:
         call = next(generator)
         while True:
             try:
-                response = engine.handle(*call)
+                response = yield from perform(*call)
             except DynamoError as error:
                 call = generator.throw(error)
             else:
                 call = generator.send(response)
     except StopIteration as done:
         return done.value
+
+
+def run_inline(engine: Any, generator: Steps) -> dict:
+    """Drive `generator` with `Engine.handle`: each item operation runs as the engine runs it, at once."""
+
+    def handle(operation: str, request: dict) -> Generator[Any, Any, dict]:
+        return engine.handle(operation, request)
+        yield  # a generator that never waits
+
+    try:
+        next(drive(generator, handle))
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("an item operation run inline waited")
 
 
 # ------------------------------------------------------------------------------------------------ ExecuteStatement
@@ -164,20 +179,26 @@ def execute_statement(engine: Any, request: dict) -> Steps:
         raise ValidationException(EXISTS_OUTSIDE_TRANSACTION)
     if isinstance(statement, Select):
         return (yield from _select(engine, request, statement))
+    response = yield from _write(engine, statement, mode, request.get("ReturnValuesOnConditionCheckFailure"))
+    out: dict[str, Any] = {"Items": [response["Attributes"]] if response.get("Attributes") else []}
+    if "ConsumedCapacity" in response:
+        out["ConsumedCapacity"] = response["ConsumedCapacity"]
+    return out
+
+
+def _write(engine: Any, statement: Any, mode: str | None, on_ccf: str | None) -> Steps:
+    """The item write a PartiQL write statement stands for, and its response: `{}` when INSERT ... ON CONFLICT DO
+    NOTHING found the key taken; an INSERT of an existing key otherwise is DuplicateItemException."""
     write = plan_write(engine, statement)
-    body = _with_options(write.request, mode, request.get("ReturnValuesOnConditionCheckFailure"), statement)
+    body = _with_options(write.request, mode, on_ccf, statement)
     try:
-        response = yield (write.operation, body)
+        return (yield (write.operation, body))
     except ConditionalCheckFailedException:
         if not isinstance(statement, Insert):
             raise
         if not statement.if_absent:
             raise DuplicateItemException() from None
-        return {"Items": []}  # ON CONFLICT DO NOTHING
-    out: dict[str, Any] = {"Items": [response["Attributes"]] if response.get("Attributes") else []}
-    if "ConsumedCapacity" in response:
-        out["ConsumedCapacity"] = response["ConsumedCapacity"]
-    return out
+        return {}  # ON CONFLICT DO NOTHING
 
 
 def _with_options(body: dict, mode: str | None, on_ccf: str | None, statement: Any) -> dict:
@@ -317,16 +338,7 @@ def batch_execute_statement(engine: Any, request: dict) -> Steps:
             if isinstance(statement, Exists):
                 raise ValidationException(EXISTS_OUTSIDE_TRANSACTION)
             table = table_of(statement)
-            write = plan_write(engine, statement)
-            body = _with_options(write.request, mode, entry.get("ReturnValuesOnConditionCheckFailure"), statement)
-            try:
-                response = yield (write.operation, body)
-            except ConditionalCheckFailedException:
-                if not isinstance(statement, Insert):
-                    raise
-                if not statement.if_absent:
-                    raise DuplicateItemException() from None
-                response = {}  # ON CONFLICT DO NOTHING
+            response = yield from _write(engine, statement, mode, entry.get("ReturnValuesOnConditionCheckFailure"))
             out = {"TableName": table}
             if response.get("Attributes"):
                 out["Item"] = response["Attributes"]

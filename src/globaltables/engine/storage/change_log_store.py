@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from .records import NO_END, LogRecord, StreamRow
+from .records import NO_END, LogRecord, StreamRow, trim_cut
 from .sqlite_store import SqliteStore
 
 SCHEMA = """
@@ -130,18 +130,10 @@ class ChangeLogStore:
         for tid in tables:
             if removed >= limit:
                 break
-            # Records are appended in clock order, so the expired ones are a prefix of the table's log.
             rows = self.db.execute(
                 "SELECT seq, created FROM change_log WHERE tid = ? ORDER BY seq LIMIT ?", (tid, limit - removed)
             ).fetchall()
-            cut = 0
-            oldest_kept = min(before, horizons[tid]) if horizons and tid in horizons else before
-            for seq, created in rows:
-                if created >= oldest_kept:
-                    break
-                cut = seq
-            if ceilings is not None and tid in ceilings:
-                cut = min(cut, ceilings[tid])
+            cut = trim_cut(tid, rows, before, ceilings, horizons)
             if cut <= 0:
                 continue
             self.db.execute("BEGIN")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import orjson
 
 from .memory_store import MemoryStore, MemoryTransaction, kept
-from .records import NO_END, LogRecord, StreamRow
+from .records import NO_END, LogRecord, StreamRow, trim_cut
 
 
 class MemoryChangeLogStore:
@@ -93,14 +93,7 @@ class MemoryChangeLogStore:
                 break
             seqs = state.log_seqs.get(tid, [])
             log = state.log_rows.get(tid, {})
-            cut = 0
-            oldest_kept = min(before, horizons[tid]) if horizons and tid in horizons else before
-            for seq in seqs[: limit - removed]:
-                if log[seq][2] >= oldest_kept:
-                    break
-                cut = seq
-            if ceilings is not None and tid in ceilings:
-                cut = min(cut, ceilings[tid])
+            cut = trim_cut(tid, ((seq, log[seq][2]) for seq in seqs[: limit - removed]), before, ceilings, horizons)
             if cut <= 0:
                 continue
             count = bisect_right(seqs, cut)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,3 +123,29 @@ class IndexRow:
 
 
 NO_END = 1 << 62  # above every change-log sequence number
+
+
+def trim_cut(
+    tid: int,
+    oldest: Iterable[tuple[int, float]],
+    before: float,
+    ceilings: dict[int, int] | None,
+    horizons: dict[int, float] | None,
+) -> int:
+    """The greatest sequence number retention may delete from table `tid`'s change log (0: none), given its oldest
+    records as (seq, created) in sequence order.
+
+    Records are appended in clock order, so the expired ones are a prefix of the log: those created before `before`,
+    or before the table's horizon in `horizons` if that is earlier (point-in-time recovery's window keeps every
+    record created since), and none above the table's ceiling in `ceilings` (a global table keeps its records until
+    every peer has acknowledged them, whatever their age).
+    """
+    oldest_kept = min(before, horizons[tid]) if horizons and tid in horizons else before
+    cut = 0
+    for seq, created in oldest:
+        if created >= oldest_kept:
+            break
+        cut = seq
+    if ceilings is not None and tid in ceilings:
+        cut = min(cut, ceilings[tid])
+    return cut
