@@ -94,8 +94,11 @@ class FuzzReport:
         lines = [
             f"seed {self.seed}: {self.requests} requests ({self.byte_cases} byte-level cases) in {self.seconds:.1f} s",
             "statuses: " + ", ".join(f"{status}: {n}" for status, n in sorted(self.statuses.items())),
-            f"5xx answers: {fivexx}; undocumented 5xx: {self.count('5xx')}; non-DynamoDB error bodies: "
-            f"{self.count('not DynamoDB-shaped')}; bad checksums: {self.count('bad crc32')}; hangs: {self.count('hang')}",
+            (
+                f"5xx answers: {fivexx}; undocumented 5xx: {self.count('5xx')}; non-DynamoDB error bodies: "
+                f"{self.count('not DynamoDB-shaped')}; bad checksums: {self.count('bad crc32')}; "
+                f"hangs: {self.count('hang')}"
+            ),
             f"distinct 5xx sites: {len(self.sites)}" + "".join(f"\n  {site} (x{n})" for site, n in self.sites.items()),
             f"region alive: {self.alive}; canaries intact: {self.canaries_intact}; region log: {self.log_bytes} bytes",
         ]

@@ -21,7 +21,7 @@ import random
 import re
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import botocore.session
@@ -48,7 +48,7 @@ UNICODE_SAMPLES = (
 )  # fmt: skip
 
 
-@lru_cache(maxsize=None)
+@cache
 def service(name: str):
     return botocore.session.get_session().get_service_model(name)
 

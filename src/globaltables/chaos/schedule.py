@@ -31,7 +31,6 @@ from typing import Any
 import yaml
 
 from ..runtime.yaml_documents import load_yaml, one_line
-
 from .faults import LINK_VERBS, PARTITION_VERBS, Fault, FaultError, build, parse_duration
 
 TOP_LEVEL = ("name", "description", "quiet", "duration", "steps", "nemesis")

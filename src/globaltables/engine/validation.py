@@ -92,6 +92,13 @@ def check_request(request: dict, spec: dict[str, Field]) -> None:
         raise constraint_error(errors[:MAX_REPORTED_ERRORS])
 
 
+def known_members(value: dict, f: Field) -> dict:
+    """The members of a checked structure that its spec names: what the engine may keep of it. DynamoDB ignores
+    unknown members, so they are never stored (one nested thousands of levels deep could not even be saved)."""
+    assert f.members is not None
+    return {name: value[name] for name in f.members if name in value}
+
+
 def constraint_error(errors: list[str]) -> ValidationException:
     count = len(errors)
     noun = "error" if count == 1 else "errors"

@@ -23,7 +23,6 @@ from typing import Any
 import yaml
 
 from ..runtime.yaml_documents import load_yaml
-
 from .runner import EXIT_CHECK_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, run_experiment
 from .topology import Topology, TopologyError, load_topology
 
