@@ -8,6 +8,7 @@ the distinct 5xx sites (file, line, function, exception, read from the region's 
 alive and the canary items intact, and the region log's size. Exit status 0 when nothing was found.
 
 Usage: python bench/fuzz.py [--seed N] [--count N] [--byte-share 0.2] [--endpoint URL [--log FILE]] [--data-dir DIR]
+                            [--answer-timeout S]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ sys.path[:] = [str(ROOT / "src"), str(ROOT / "tests")] + [
     entry for entry in sys.path if Path(entry or ".").resolve() != ROOT / "bench"
 ]
 
+from fuzz import harness
 from fuzz.harness import run_fuzz
 from region_process import REGION_NAME, RegionProcess
 
@@ -36,7 +38,11 @@ def main() -> int:
     parser.add_argument("--endpoint", help="fuzz this running region instead of starting one")
     parser.add_argument("--log", type=Path, help="with --endpoint: that region's log file")
     parser.add_argument("--data-dir", type=Path, help="start the region on SQLite here instead of in memory")
+    parser.add_argument("--answer-timeout", type=float, default=harness.ANSWER_TIMEOUT_S,
+                        help="seconds without an answer that count as a hang (default %(default)s)")  # fmt: skip
     args = parser.parse_args()
+    harness.ANSWER_TIMEOUT_S = args.answer_timeout
+    harness.CLOSE_TIMEOUT_S = min(harness.CLOSE_TIMEOUT_S, args.answer_timeout)
 
     region = None
     if args.endpoint:
