@@ -176,8 +176,16 @@ def _show(value: Any, depth: int = 0) -> str:
             return "[...]"
         return "[" + ", ".join(_show(v, depth + 1) for v in value) + "]"
     if isinstance(value, dict):
-        return _json(value, depth)
+        return shown_json(value) if depth == 0 else _json(value, depth)
     return str(value)
+
+
+def shown_json(value: Any) -> str:
+    """A request value as JSON in a message (also for batch_requests.py); cut when too deep to serialise."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:  # deeper than orjson goes (or than Python's recursion limit)
+        return _json(value)
 
 
 def _json(value: Any, depth: int = 0) -> str:
@@ -189,9 +197,6 @@ def _json(value: Any, depth: int = 0) -> str:
     if isinstance(value, list):
         return "[" + ",".join(_json(v, depth + 1) for v in value) + "]"
     return orjson.dumps(value).decode()
-
-
-shown_json = _json  # for messages quoting a value outside this module (batch_requests.py)
 
 
 def check_element(value: Any, f: Field, path: str, errors: list[str]) -> None:
