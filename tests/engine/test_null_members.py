@@ -203,3 +203,19 @@ def test_a_refusal_quoting_a_value_deeper_than_the_serializer_allows_renders_tru
             "pk": {"M": deep_map(levels)}}}}] * 26}})  # fmt: skip
     assert "Member must have length less than or equal to 25" in caught.value.message
     assert "{...}" in caught.value.message
+
+
+@pytest.mark.parametrize("operation", ["CreateTable", "UpdateTable"])
+def test_unknown_members_of_stored_settings_are_never_stored(engine, clock, operation):
+    # DynamoDB ignores unknown members; kept, one nested 300 levels deep could not even be saved (a 500 at save).
+    junk = {"MaxReadRequestUnits": 10, "M": deep_map(300)}
+    request = (
+        new_table(OnDemandThroughput=junk, WarmThroughput={"ReadUnitsPerSecond": 12000, "x": deep_map(300)})
+        if operation == "CreateTable"
+        else {"TableName": TABLE, "OnDemandThroughput": junk}
+    )
+    engine.handle(operation, copy.deepcopy(request))
+    name = request["TableName"]
+    assert engine.tables[name].on_demand == {"MaxReadRequestUnits": 10}
+    described = Engine(engine.store, clock).handle("DescribeTable", {"TableName": name})["Table"]
+    assert described["OnDemandThroughput"]["MaxReadRequestUnits"] == 10

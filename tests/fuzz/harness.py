@@ -94,8 +94,11 @@ class FuzzReport:
         lines = [
             f"seed {self.seed}: {self.requests} requests ({self.byte_cases} byte-level cases) in {self.seconds:.1f} s",
             "statuses: " + ", ".join(f"{status}: {n}" for status, n in sorted(self.statuses.items())),
-            f"5xx answers: {fivexx}; undocumented 5xx: {self.count('5xx')}; non-DynamoDB error bodies: "
-            f"{self.count('not DynamoDB-shaped')}; bad checksums: {self.count('bad crc32')}; hangs: {self.count('hang')}",
+            (
+                f"5xx answers: {fivexx}; undocumented 5xx: {self.count('5xx')}; non-DynamoDB error bodies: "
+                f"{self.count('not DynamoDB-shaped')}; bad checksums: {self.count('bad crc32')}; "
+                f"hangs: {self.count('hang')}"
+            ),
             f"distinct 5xx sites: {len(self.sites)}" + "".join(f"\n  {site} (x{n})" for site, n in self.sites.items()),
             f"region alive: {self.alive}; canaries intact: {self.canaries_intact}; region log: {self.log_bytes} bytes",
         ]
@@ -197,11 +200,11 @@ class Connection:
         self.sock.close()
 
 
-def call(address: tuple[str, int], operation: str, body: dict) -> tuple[int, dict]:
-    """One well-formed DynamoDB call on its own connection (setup and checks, not fuzz)."""
+def call(address: tuple[str, int], operation: str, body: dict, service: str = "DynamoDB_20120810") -> tuple[int, dict]:
+    """One well-formed DynamoDB (or Streams) call on its own connection (setup and checks, not fuzz)."""
     connection = Connection(address)
     try:
-        connection.send(request_bytes(f"DynamoDB_20120810.{operation}", json.dumps(body).encode()))
+        connection.send(request_bytes(f"{service}.{operation}", json.dumps(body).encode()))
         (answer,), _ = connection.answers(1, ANSWER_TIMEOUT_S, ANSWER_TIMEOUT_S)
         return answer.status, json.loads(answer.body)
     finally:
@@ -315,6 +318,29 @@ def prepare(address: tuple[str, int], canary_table: str | None) -> None:
                                                                           "v": {"S": f"v{i % 3}"}}})  # fmt: skip
 
 
+def stream_values(address: tuple[str, int]) -> dict[str, str]:
+    """A real stream ARN, shard id and shard iterator of the fuzz tables, for Streams requests to reach records."""
+    status, answer = call(address, "DescribeTable", {"TableName": FUZZ_TABLES[0]})
+    arn = answer.get("Table", {}).get("LatestStreamArn") if status == 200 else None
+    if arn is None:
+        return {}
+    streams = "DynamoDBStreams_20120810"
+    status, answer = call(address, "DescribeStream", {"StreamArn": arn}, streams)
+    shards = answer.get("StreamDescription", {}).get("Shards", []) if status == 200 else []
+    if not shards:
+        return {"StreamArn": arn}
+    shard = shards[0]["ShardId"]
+    request = {"StreamArn": arn, "ShardId": shard, "ShardIteratorType": "TRIM_HORIZON"}
+    status, answer = call(address, "GetShardIterator", request, streams)
+    values = {"StreamArn": arn, "ShardId": shard, "ExclusiveStartShardId": shard}
+    if status == 200:
+        values["ShardIterator"] = answer["ShardIterator"]
+    sequence = shards[0].get("SequenceNumberRange", {}).get("StartingSequenceNumber")
+    if sequence:
+        values["SequenceNumber"] = sequence
+    return values
+
+
 def canaries_intact(address: tuple[str, int], canary_table: str) -> bool:
     status, answer = call(address, "Scan", {"TableName": canary_table, "ConsistentRead": True})
     if status != 200:
@@ -367,6 +393,7 @@ def run_fuzz(
     report = FuzzReport(seed)
     canary_table = f"canary-{seed}-{time.time_ns()}"  # a name no fuzz request can draw
     prepare(address, canary_table)
+    requests.known.update(stream_values(address))
     connection: Connection | None = None
     for n in range(count):
         if progress is not None and n and n % 5000 == 0:

@@ -21,7 +21,7 @@ import random
 import re
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import botocore.session
@@ -48,7 +48,7 @@ UNICODE_SAMPLES = (
 )  # fmt: skip
 
 
-@lru_cache(maxsize=None)
+@cache
 def service(name: str):
     return botocore.session.get_session().get_service_model(name)
 
@@ -70,6 +70,7 @@ class RequestFuzzer:
         self.rng = rng
         self.tables = tables
         self.current_tables = tables
+        self.known: dict[str, str] = {}  # real values by member name (a stream ARN, a shard iterator), when known
         self.dynamodb = service("dynamodb")
         self.streams = service("dynamodbstreams")
         self.operations = sorted(self.dynamodb.operation_names)
@@ -85,7 +86,7 @@ class RequestFuzzer:
     def request(self) -> FuzzRequest:
         rng = self.rng
         roll = rng.random()
-        if roll < 0.06:
+        if roll < 0.1:
             operation = rng.choice(self.streams.operation_names)
             model, target = self.streams, f"DynamoDBStreams_20120810.{operation}"
         else:
@@ -203,6 +204,8 @@ class RequestFuzzer:
         rng = self.rng
         if shape.enum:
             return rng.choice(shape.enum)
+        if name in self.known and rng.random() < 0.9:
+            return self.known[name]
         if name in ("TableName", "GlobalTableName", "ResourceArn", "TableArn", "SourceTableArn") or "TableName" in name:
             table = rng.choice(self.current_tables)
             if "Arn" in name or rng.random() < 0.1:

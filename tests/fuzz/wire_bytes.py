@@ -144,7 +144,7 @@ class ByteFuzzer:
             rest = rest[size:]
         ending = b"0\r\n\r\n"
         if not good:
-            broken = rng.choice((b"zz\r\n", b"ffffffffffffffffffff\r\n", b"-1\r\n", b"5\r\nab\r\n", b"1;ext=\x00\r\na\r\n",
+            broken = rng.choice((b"zz\r\n", b"ffffffffffffffffffff\r\n", b"-1\r\n", b"5\r\nabcdefgh\r\n", b"1;ext=\x00\r\na\r\n",
                                  b"0\r\nTrailer\r\n\r\n", b"2 \r\nab\r\n", b"\r\n"))  # fmt: skip
             pieces.insert(rng.randrange(len(pieces) + 1), broken)
         return head + b"".join(pieces) + ending

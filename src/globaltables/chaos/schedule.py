@@ -33,7 +33,6 @@ from typing import Any
 import yaml
 
 from ..runtime.yaml_documents import load_yaml, one_line
-
 from .faults import LINK_VERBS, PARTITION_VERBS, Fault, FaultError, build, parse_duration
 from .region_refs import expand_step
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .errors import invalid_parameter, validation
 from .schema import IndexDefinition, KeySchema
-from .validation import TABLE_NAME_PATTERN, Bool, Int, List, Str, Struct, TableNameField
+from .validation import TABLE_NAME_PATTERN, Bool, Int, List, Str, Struct, TableNameField, known_members
 
 MAX_GSIS = 20
 MAX_LSIS = 5
@@ -250,9 +250,10 @@ def throughput_description(throughput: dict | None) -> dict:
     }
 
 
-def copy_of(structure: dict | None) -> dict | None:
-    """Definitions never share structures with the request they came from."""
-    return dict(structure) if structure is not None else None
+def copy_of(structure: dict | None, spec: Struct) -> dict | None:
+    """A checked request structure as a definition keeps it: its spec's members only, never shared with the
+    request it came from."""
+    return known_members(structure, spec) if structure is not None else None
 
 
 def build_index(raw: dict, kind: str, types: dict[str, str]) -> IndexDefinition:
@@ -266,8 +267,8 @@ def build_index(raw: dict, kind: str, types: dict[str, str]) -> IndexDefinition:
     )
     if kind == "GSI":
         index.provisioned = throughput_description(raw.get("ProvisionedThroughput"))
-        index.on_demand = copy_of(raw.get("OnDemandThroughput"))
-        index.warm_throughput = copy_of(raw.get("WarmThroughput"))
+        index.on_demand = copy_of(raw.get("OnDemandThroughput"), ON_DEMAND_THROUGHPUT)
+        index.warm_throughput = copy_of(raw.get("WarmThroughput"), WARM_THROUGHPUT)
     return index
 
 

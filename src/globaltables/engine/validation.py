@@ -92,6 +92,13 @@ def check_request(request: dict, spec: dict[str, Field]) -> None:
         raise constraint_error(errors[:MAX_REPORTED_ERRORS])
 
 
+def known_members(value: dict, f: Field) -> dict:
+    """The members of a checked structure that its spec names: what the engine may keep of it. DynamoDB ignores
+    unknown members, so they are never stored (one nested thousands of levels deep could not even be saved)."""
+    assert f.members is not None
+    return {name: value[name] for name in f.members if name in value}
+
+
 def constraint_error(errors: list[str]) -> ValidationException:
     count = len(errors)
     noun = "error" if count == 1 else "errors"
@@ -169,8 +176,16 @@ def _show(value: Any, depth: int = 0) -> str:
             return "[...]"
         return "[" + ", ".join(_show(v, depth + 1) for v in value) + "]"
     if isinstance(value, dict):
-        return _json(value, depth)
+        return shown_json(value) if depth == 0 else _json(value, depth)
     return str(value)
+
+
+def shown_json(value: Any) -> str:
+    """A request value as JSON in a message (also for batch_requests.py); cut when too deep to serialise."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:  # deeper than orjson goes (or than Python's recursion limit)
+        return _json(value)
 
 
 def _json(value: Any, depth: int = 0) -> str:
@@ -182,9 +197,6 @@ def _json(value: Any, depth: int = 0) -> str:
     if isinstance(value, list):
         return "[" + ",".join(_json(v, depth + 1) for v in value) + "]"
     return orjson.dumps(value).decode()
-
-
-shown_json = _json  # for messages quoting a value outside this module (batch_requests.py)
 
 
 def check_element(value: Any, f: Field, path: str, errors: list[str]) -> None:

@@ -52,11 +52,10 @@ from typing import Any, Literal
 import networkx as nx
 import yaml
 
-from ..runtime.yaml_documents import load_yaml, one_line
-
 from ..engine.errors import DynamoError
 from ..engine.table_validation import CREATE_TABLE_FIELDS, validate_create_table
 from ..engine.validation import check_request
+from ..runtime.yaml_documents import load_yaml, one_line
 
 Mode = Literal["mrec", "mrsc"]
 Role = Literal["replica", "witness"]

@@ -98,17 +98,10 @@ def is_malformed(exc: BaseException | None) -> bool:
 
 def error_response(request: web.BaseRequest, error: DynamoError) -> web.Response:
     status, body = wire.error_answer(error)
-    content_type = wire.media_type(_header(request, "Content-Type")) or wire.AMZ_JSON
+    content_type = wire.media_type(request.headers.get("Content-Type")) or wire.AMZ_JSON
     response = web.Response(status=status, body=body, headers=wire.framing(_REQUEST_IDS.next(), body, content_type))
     response.force_close()
     return response
-
-
-def _header(request: web.BaseRequest, name: str) -> str | None:
-    try:
-        return request.headers.get(name)
-    except Exception:  # an error request aiohttp built from bytes it could not parse may have no usable headers
-        return None
 
 
 def unsupported_version(request: web.BaseRequest) -> web.Response:

@@ -9,7 +9,15 @@ from __future__ import annotations
 from ..errors import ResourceInUseException
 from ..schema import TableDefinition
 from ..table_description import describe_table, sse_description, stream_label
-from ..table_validation import CREATE_TABLE_FIELDS, TableShape, copy_of, merge_tags, validate_create_table
+from ..table_validation import (
+    CREATE_TABLE_FIELDS,
+    ON_DEMAND_THROUGHPUT,
+    WARM_THROUGHPUT,
+    TableShape,
+    copy_of,
+    merge_tags,
+    validate_create_table,
+)
 from ..validation import check_request
 
 
@@ -45,8 +53,8 @@ def new_definition(engine, request: dict, shape: TableShape) -> TableDefinition:
         tags=merge_tags([], request.get("Tags") or []),
         billing_mode_explicit=request.get("BillingMode") is not None,
         billing_mode_updated=now if shape.billing_mode == "PAY_PER_REQUEST" else None,
-        on_demand=copy_of(request.get("OnDemandThroughput")),
-        warm_throughput=copy_of(request.get("WarmThroughput")),
+        on_demand=copy_of(request.get("OnDemandThroughput"), ON_DEMAND_THROUGHPUT),
+        warm_throughput=copy_of(request.get("WarmThroughput"), WARM_THROUGHPUT),
         sse=sse_description(engine, request.get("SSESpecification")),
     )
     stream = request.get("StreamSpecification")

@@ -36,6 +36,7 @@ from ..table_validation import (
     check_gsi,
     check_projected_attribute_count,
     check_stream_specification,
+    copy_of,
     index_name_field,
     key_schema_field,
     provisioned_throughput_field,
@@ -354,9 +355,9 @@ def update_gsi(new: TableDefinition, action: dict, billing_mode: str, now: float
             outcome.capacity_in_force[name] = old
         index.provisioned = set_capacity(old, throughput, now)
     if action.get("OnDemandThroughput") is not None:
-        index.on_demand = {**(index.on_demand or {}), **action["OnDemandThroughput"]}
+        index.on_demand = {**(index.on_demand or {}), **copy_of(action["OnDemandThroughput"], ON_DEMAND_THROUGHPUT)}
     if action.get("WarmThroughput") is not None:
-        index.warm_throughput = {**(index.warm_throughput or {}), **action["WarmThroughput"]}
+        index.warm_throughput = {**(index.warm_throughput or {}), **copy_of(action["WarmThroughput"], WARM_THROUGHPUT)}
     outcome.index_status[name] = "UPDATING"
 
 
@@ -434,9 +435,9 @@ def update_settings(engine, new: TableDefinition, request: dict, now: float) -> 
     if request.get("DeletionProtectionEnabled") is not None:
         new.deletion_protection = request["DeletionProtectionEnabled"]
     if request.get("OnDemandThroughput") is not None:
-        new.on_demand = {**(new.on_demand or {}), **request["OnDemandThroughput"]}
+        new.on_demand = {**(new.on_demand or {}), **copy_of(request["OnDemandThroughput"], ON_DEMAND_THROUGHPUT)}
     if request.get("WarmThroughput") is not None:
-        new.warm_throughput = {**(new.warm_throughput or {}), **request["WarmThroughput"]}
+        new.warm_throughput = {**(new.warm_throughput or {}), **copy_of(request["WarmThroughput"], WARM_THROUGHPUT)}
 
 
 # ------------------------------------------------------------------------------------------------ the response
