@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import zlib
 
 import orjson
@@ -34,6 +35,14 @@ HEAD = (
     b"Content-Type: application/x-amz-json-1.0\r\n" + AUTH
 )
 CHUNKED = HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+IN_PROCESS_WALL_TIME = 1_700_000_000.0  # the in-process servers' engine clock (ManualClock)
+
+
+def signed_head(at: float) -> bytes:
+    """HEAD signed at `at` (seconds since the epoch): a request the region executes must be within its 5-minute
+    signing window (the malformed ones are refused before the signature is looked at)."""
+    date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(at)).encode()
+    return HEAD.replace(b"20260101T000000Z", date).replace(b"/20260101/", b"/" + date[:8] + b"/")
 
 MALFORMED = {
     "content-length not a number": (HEAD + b"Content-Length: abc\r\n\r\n{}", 400, SERIALIZATION),
@@ -76,7 +85,7 @@ def region_server(region) -> Server:
 
 async def aiohttp_only_server(caplog):
     """A region app behind an HTTP front that serves nothing itself: every connection is aiohttp's."""
-    engine = Engine(MemoryStore(), ManualClock(wall_time=1_700_000_000.0))
+    engine = Engine(MemoryStore(), ManualClock(wall_time=IN_PROCESS_WALL_TIME))
     runner = web.AppRunner(make_app(engine), access_log=None)
     await runner.setup()
     front = HttpFront(runner.server, None)
@@ -120,7 +129,7 @@ def assert_dynamodb_error(status: int, headers: dict, body: bytes, expected_stat
     assert headers.get("connection", "").lower() == "close" or headers.get("content-type")
 
 
-async def check_every_case(server: Server, parses_whole_buffer: bool = False) -> None:
+async def check_every_case(server: Server, parses_whole_buffer: bool = False, signed_at: float | None = None) -> None:
     for name, (request, status, error_type) in MALFORMED.items():
         got = answers(await exchange(server, [request]))
         assert len(got) == 1, name
@@ -132,7 +141,7 @@ async def check_every_case(server: Server, parses_whole_buffer: bool = False) ->
     # Pipelined: good requests are answered in order, the malformed one after them, then the connection closes.
     # (aiohttp's parser, given the whole buffer at once, refuses it before the good ones run: they are then neither
     # executed nor answered.)
-    good = HEAD + b"Content-Length: 2\r\n\r\n{}"
+    good = signed_head(time.time() if signed_at is None else signed_at) + b"Content-Length: 2\r\n\r\n{}"
     got = answers(await exchange(server, [good * 3 + HEAD + b"Content-Length: x\r\n\r\n{}" + good]))
     statuses = [status for status, _, _ in got]
     assert statuses in ([200, 200, 200, 400], [400]) if parses_whole_buffer else statuses == [200, 200, 200, 400]
@@ -150,7 +159,7 @@ async def test_a_server_whose_connections_are_all_aiohttps_answers_the_same(capl
     caplog.set_level("WARNING")
     runner, front, server, target = await aiohttp_only_server(caplog)
     try:
-        await check_every_case(target, parses_whole_buffer=True)
+        await check_every_case(target, parses_whole_buffer=True, signed_at=IN_PROCESS_WALL_TIME)
     finally:
         server.close()
         front.close()
