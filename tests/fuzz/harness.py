@@ -62,7 +62,8 @@ class FuzzReport:
     byte_cases: int = 0
     statuses: Counter = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)
-    sites: Counter = field(default_factory=Counter)  # 5xx sites read from the region log
+    # Where the region logged tracebacks: every internal error (each 5xx) logs one; nothing else should.
+    sites: Counter = field(default_factory=Counter)
     log_bytes: int = 0
     alive: bool = True
     canaries_intact: bool = True
@@ -78,7 +79,7 @@ class FuzzReport:
             example = next(f for f in self.failures if f.kind == kind)
             out.append(f"{n} x {kind}, e.g. {example}")
         if self.sites:
-            out.append("5xx sites in the region log: " + "; ".join(f"{site} (x{n})" for site, n in self.sites.items()))
+            out.append("traceback sites in the region log: " + "; ".join(f"{site} (x{n})" for site, n in self.sites.items()))
         if not self.alive:
             out.append("the region process is not alive / not answering")
         if not self.canaries_intact:
@@ -99,7 +100,8 @@ class FuzzReport:
                 f"{self.count('not DynamoDB-shaped')}; bad checksums: {self.count('bad crc32')}; "
                 f"hangs: {self.count('hang')}"
             ),
-            f"distinct 5xx sites: {len(self.sites)}" + "".join(f"\n  {site} (x{n})" for site, n in self.sites.items()),
+            f"distinct traceback (5xx) sites in the region log: {len(self.sites)}"
+            + "".join(f"\n  {site} (x{n})" for site, n in self.sites.items()),
             f"region alive: {self.alive}; canaries intact: {self.canaries_intact}; region log: {self.log_bytes} bytes",
         ]
         return "\n".join(lines)

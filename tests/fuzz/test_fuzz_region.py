@@ -41,5 +41,5 @@ def test_a_planted_defect_fails_the_fuzz_run_naming_the_site(region_factory):
     message = str(failed.value)
     assert "x 5xx" in message
     # The site: a project file, line and function, and the exception the null caused there.
-    assert re.search(r"5xx sites in the region log: \S+\.py:\d+ in \S+: \w+(Error|Exception)", message), message
+    assert re.search(r"traceback sites in the region log: \S+\.py:\d+ in \S+: \w+(Error|Exception)", message), message
     assert report.alive and report.canaries_intact  # a 500 is a refused request: the region itself carries on
