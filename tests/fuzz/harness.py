@@ -216,6 +216,10 @@ def call(address: tuple[str, int], operation: str, body: dict, service: str = "D
 # --------------------------------------------------------------------------------------------------- judging
 
 
+# Operations DynamoDB answers with an empty 200 body (conformance-notes R13).
+EMPTY_ANSWERS = frozenset({"TagResource", "UntagResource"})
+
+
 def judge(request: object, answer: Answer, allowed_5xx: frozenset[str], dynamodb_post: bool) -> list[Failure]:
     failures = []
     shown = repr(request)
@@ -235,7 +239,9 @@ def judge(request: object, answer: Answer, allowed_5xx: frozenset[str], dynamodb
             failures.append(Failure("not DynamoDB-shaped", shown, repr(answer)))
         elif "x-amz-crc32" not in answer.headers or answer.headers["x-amz-crc32"] != str(zlib.crc32(answer.body)):
             failures.append(Failure("bad crc32", shown, f"{answer!r} {answer.headers}"))
-    elif answer.status == 200 and dynamodb_post:
+    elif answer.status == 200 and dynamodb_post and not (
+        answer.body == b"" and str(getattr(request, "target", "")).rpartition(".")[2] in EMPTY_ANSWERS
+    ):
         try:
             document = json.loads(answer.body)
         except ValueError:

@@ -13,12 +13,19 @@ media types and Expect: 100-continue.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 
-AUTH = (
-    b"Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, "
-    b"SignedHeaders=host;x-amz-date;x-amz-target, Signature=0000\r\nX-Amz-Date: 20260101T000000Z\r\n"
-)
+
+
+def auth() -> bytes:
+    """A well-formed signature for us-east-1 at this moment: the region checks the signing date against a 5-minute
+    window by its own clock, so it is taken when a request is framed (the seed decides everything else)."""
+    date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()).encode()
+    return (
+        b"Authorization: AWS4-HMAC-SHA256 Credential=testing/" + date[:8] + b"/us-east-1/dynamodb/aws4_request, "
+        b"SignedHeaders=host;x-amz-date;x-amz-target, Signature=0000\r\nX-Amz-Date: " + date + b"\r\n"
+    )
 
 
 def request_bytes(target: str, body: bytes, extra: bytes = b"", content_type: bytes = b"application/x-amz-json-1.0",
@@ -28,7 +35,7 @@ def request_bytes(target: str, body: bytes, extra: bytes = b"", content_type: by
     declared = str(len(body)).encode() if length is None else length
     head = (
         method + b" " + path + b" " + version + b"\r\nHost: 127.0.0.1\r\nX-Amz-Target: " + target.encode()
-        + b"\r\nContent-Type: " + content_type + b"\r\n" + AUTH + extra
+        + b"\r\nContent-Type: " + content_type + b"\r\n" + auth() + extra
     )  # fmt: skip
     if declared != b"-":
         head += b"Content-Length: " + declared + b"\r\n"
