@@ -282,7 +282,7 @@ def test_a_planted_refusal_without_confirmation_is_caught_by_the_checker(cluster
     def scenario(name: str, planted: bool) -> History:
         history = History()
         recorder = Recorder(history, lambda _table, item: {"id": item["id"]})
-        clients = {region: make_client(cluster.endpoints[region]) for region in (A, B)}
+        clients = {region: make_client(cluster.endpoints[region], region=region) for region in (A, B)}
         for region, client in clients.items():
             recorder.attach(client, region)
         cluster.faults(A, {"planted": ["ccf-without-confirmation"] if planted else []})
