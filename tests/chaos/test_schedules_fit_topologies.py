@@ -9,7 +9,6 @@ strong reads and writes are linearizable per key.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ import pytest
 from globaltables.chaos.checkers import linearizable
 from globaltables.chaos.checkers.convergence import check_convergence
 from globaltables.chaos.controller import Controller
-from globaltables.chaos.faults import TABLE_VERBS, resolve_tables, table_problems
-from globaltables.chaos.schedule import ScheduleError, load_schedule, parse_schedule
+from globaltables.chaos.faults import TABLE_VERBS
+from globaltables.chaos.schedule import ScheduleError, fit_tables, load_schedule, parse_schedule
 from globaltables.chaos.target import SimTarget
 from globaltables.experiment.topology import load_topology
 from globaltables.runtime.rng import Rng
@@ -98,11 +97,10 @@ def test_every_shipped_schedule_runs_on_every_shipped_topology(schedule_name, to
     schedule = load_schedule(path, list(topology.region_names), witnesses)
     assert schedule.faults
     tables = [spec.name for spec in topology.tables]
-    schedule = dataclasses.replace(schedule, faults=resolve_tables(schedule.faults, tables))
-    problems = table_problems(schedule.faults, tables, str(path), topology.mode)
+    schedule, problems = fit_tables(schedule, tables, topology.mode)
     if topology.mode == "mrsc" and any(fault.verb in TABLE_VERBS for fault in schedule.faults):
         # A table pause holds asynchronous replication, which a strong table has not: `run` and `validate` refuse
-        # the pair before anything starts, saying what to use instead (chaos/faults.py table_problems).
+        # the pair before anything starts, saying what to use instead (chaos/schedule.py fit_tables).
         assert problems and all("no asynchronous replication to pause" in line for line in problems), problems
         return
     assert problems == []

@@ -222,6 +222,9 @@ def test_partitions_export_as_the_grudge_they_cut(tmp_path: Path):
     ]
 
 
+NAMESPACES_REFUSED = network_namespaces.available()  # None where namespaces can be made (probed once)
+
+
 def dockerfile_entrypoint() -> list[str]:
     for line in (ROOT / "Dockerfile").read_text().splitlines():
         if line.startswith("ENTRYPOINT "):
@@ -230,9 +233,8 @@ def dockerfile_entrypoint() -> list[str]:
 
 
 @pytest.mark.skipif(
-    network_namespaces.available() is not None,
-    reason=f"the exported region binds 0.0.0.0, so it "
-    f"runs in a network namespace of its own: {network_namespaces.available()}",
+    NAMESPACES_REFUSED is not None,
+    reason=f"the exported region binds 0.0.0.0, so it runs in a network namespace of its own: {NAMESPACES_REFUSED}",
 )
 def test_the_containers_entrypoint_command_starts_a_region(tmp_path: Path):
     documents = exported(ROOT / "topologies" / "quickstart.yaml", tmp_path)

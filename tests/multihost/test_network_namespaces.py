@@ -102,6 +102,7 @@ def test_mrec_experiment_with_a_partition_across_three_network_stacks(hosts, tmp
         results = json.loads((out / "results.json").read_text())
         assert any(fault["f"] == "partition" for fault in results["faults"]), results["faults"]
         assert all(check["passed"] for check in results["checks"]), results["checks"]
+        assert set(results["throughput"]) == set(MREC)
         assert all(entry["achieved_per_s"] > 0 for entry in results["throughput"].values())
     finally:
         stop_hosts(started)
@@ -120,6 +121,7 @@ def test_mrsc_compare_across_three_network_stacks_measures_writes_above_the_roun
         mrsc = document["modes"]["mrsc"]
         assert mrsc["ran"] and mrsc["passed"], mrsc
         # A floor, never a ceiling: a strong write waits for the nearest member's round trip over the namespaces.
+        assert set(mrsc["write_floor_ms"]) == set(MRSC), mrsc
         for region, floor in mrsc["write_floor_ms"].items():
             assert floor > 0
             assert mrsc["writes_ms"][region]["put"]["p50"] >= 0.95 * floor, (region, mrsc["writes_ms"][region], floor)

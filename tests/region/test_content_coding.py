@@ -11,6 +11,7 @@ import zlib
 
 import pytest
 
+from globaltables.engine.errors import InternalServerError
 from globaltables.region import wire
 from globaltables.region.content_coding import COMPRESS_OVER_BYTES, decode_request_body, encode_answer, negotiate
 
@@ -36,7 +37,7 @@ def test_bytes_after_a_complete_gzip_member_are_ignored_as_dynamodb_ignores_them
 
 
 def test_a_second_member_that_is_corrupt_is_refused():
-    with pytest.raises(wire.InternalServerError):
+    with pytest.raises(InternalServerError):
         decode_request_body(gzip.compress(b"{}") + b"\x1f\x8b\x08\x00junk", "gzip")
 
 
@@ -49,7 +50,7 @@ def test_codings_are_undone_right_to_left_and_identity_or_empty_items_are_no_ops
 
 @pytest.mark.parametrize("coding", ["br", "x-gzip", "zstd", "compress", "gzip;q=1"])
 def test_any_other_coding_is_500(coding):
-    with pytest.raises(wire.InternalServerError) as caught:
+    with pytest.raises(InternalServerError) as caught:
         decode_request_body(b"{}", coding)
     assert caught.value.status == 500
 

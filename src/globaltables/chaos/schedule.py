@@ -33,7 +33,16 @@ from typing import Any
 import yaml
 
 from ..runtime.yaml_documents import load_yaml, one_line
-from .faults import LINK_VERBS, PARTITION_VERBS, Fault, FaultError, build, parse_duration
+from .faults import (
+    LINK_VERBS,
+    PARTITION_VERBS,
+    Fault,
+    FaultError,
+    build,
+    parse_duration,
+    resolve_tables,
+    table_problems,
+)
 from .region_refs import expand_step
 
 TOP_LEVEL = ("name", "description", "quiet", "duration", "steps", "nemesis")
@@ -220,3 +229,10 @@ def expand_nemesis(spec: Any, regions: Sequence[str], seed: int | None = None) -
         faults.append(build(kind, fields, regions, at=round(at, 3), duration=length))
         at = at + length + rng.uniform(0, 2 * every)
     return faults, seed
+
+
+def fit_tables(schedule: Schedule, table_names: Sequence[str], mode: str = "mrec") -> tuple[Schedule, list[str]]:
+    """The schedule with its table references (`tables[0]`) resolved against a topology's declared tables, and the
+    problems left (a table it does not declare; a table pause on an MRSC topology), one line each naming the file."""
+    faults = resolve_tables(schedule.faults, table_names)
+    return dataclasses.replace(schedule, faults=faults), table_problems(faults, table_names, schedule.source, mode)

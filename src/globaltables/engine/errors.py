@@ -141,6 +141,9 @@ class TrimmedDataAccessException(DynamoError):
 
 
 class InternalServerError(DynamoError):
+    """A 500 with a reason: a strong write in doubt or a member cut off, and a request body that cannot be decoded
+    (DynamoDB executes nothing then)."""
+
     status = 500
 
 

@@ -14,7 +14,6 @@ every replica's (not the witness's) base tables and GSIs: exit 0 converged, 1 no
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -26,14 +25,14 @@ from typing import Any
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.result import exit_status
 from ..chaos.controller import Controller
-from ..chaos.faults import FaultError, build, parse_duration, resolve_tables, table_problems
+from ..chaos.faults import FaultError, build, parse_duration
 from ..chaos.history import History, key_id
 from ..chaos.region_refs import expand_step
-from ..chaos.schedule import ScheduleError, load_schedule
+from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
 from ..chaos.target import RegionControlTarget, TargetError
 from .deployment import DeploymentError, attached
 from .load import signed_headers
-from .region_settings import SecretError, read_secret, topology_secret
+from .region_settings import SecretError, topology_secret
 from .supervisor import STATE_FILE, default_data_dir, lock_holder
 from .topology import Topology, TopologyError, load_topology
 
@@ -71,8 +70,8 @@ def open_target(topology_path: Path, data_dir: Path | None) -> tuple[Topology, R
         state = json.loads(state_path.read_text())
     except (OSError, ValueError) as error:
         raise CommandError(f"cannot read {state_path} ({error}): is `globaltables up {topology_path}` running?")
-    secret_file = state.get("secret_file") or (topology.secret_file and str(topology.secret_file))
-    secret = read_secret(Path(secret_file)) if secret_file else topology_secret(topology)
+    secret_file = state.get("secret_file")
+    secret = topology_secret(topology, Path(secret_file) if secret_file else None)
     if not secret:
         raise CommandError(f"{state_path}: no secret_file, and $GLOBALTABLES_SECRET is not set")
     offsets = {region.name: region.clock_offset_ms for region in topology.regions}
@@ -162,8 +161,7 @@ def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool
             witnesses = [r.name for r in topology.regions if r.role == "witness"]
             schedule = load_schedule(operands[0], topology.region_names, witnesses, seed=seed)
             tables = [spec.name for spec in topology.tables]
-            schedule = dataclasses.replace(schedule, faults=resolve_tables(schedule.faults, tables))
-            problems = table_problems(schedule.faults, tables, operands[0], topology.mode)
+            schedule, problems = fit_tables(schedule, tables, topology.mode)
             if problems:
                 raise ScheduleError(problems)
         topology, target = open_target(topology_path, data_dir)

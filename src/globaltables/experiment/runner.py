@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,9 +36,8 @@ from ..chaos.checkers.lww import check_lww
 from ..chaos.checkers.result import LABEL, CheckResult, exit_status, verdict_of
 from ..chaos.checkers.staleness import check_staleness
 from ..chaos.exports import write_exports
-from ..chaos.faults import resolve_tables, table_problems
 from ..chaos.history import History, key_id
-from ..chaos.schedule import ScheduleError, load_schedule
+from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
 from ..region.http_transport import SECRET_HEADER
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
@@ -316,8 +315,7 @@ def load_chaos(chaos_path: Path | None, topology: Topology, seed: int):
     except ScheduleError as error:
         raise RunAborted("\n".join(error.errors)) from None
     tables = [spec.name for spec in topology.tables]
-    schedule = replace(schedule, faults=resolve_tables(schedule.faults, tables))
-    problems = table_problems(schedule.faults, tables, str(chaos_path), topology.mode)
+    schedule, problems = fit_tables(schedule, tables, topology.mode)
     if problems:
         raise RunAborted("\n".join(problems))
     return schedule

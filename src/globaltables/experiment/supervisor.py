@@ -289,7 +289,7 @@ class Supervisor:
                 loop.add_signal_handler(signum, self._stop.set)
             self._check_placement()
             secret_file = ensure_secret(self.topology, self.data_dir)
-            self.secret = read_secret(secret_file) if secret_file is not None else topology_secret(self.topology)
+            self.secret = topology_secret(self.topology, secret_file)
             self._prepare_children(secret_file)
             runner = await self._serve_control()
             self.write_state()

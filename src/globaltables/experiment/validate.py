@@ -14,8 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from ..chaos.faults import resolve_tables, table_problems
-from ..chaos.schedule import ScheduleError, load_schedule
+from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
 from ..runtime.yaml_documents import load_yaml
 from .topology import Topology, TopologyError, load_topology
 
@@ -72,10 +71,8 @@ def _validate_schedule(path: Path, topologies: list[Topology], report: Callable[
     for topology, regions, witnesses in candidates:
         try:
             schedule = load_schedule(path, regions, witnesses)
-            problems = [] if topology is None else table_problems(
-                resolve_tables(schedule.faults, [t.name for t in topology.tables]),
-                [t.name for t in topology.tables], str(path), topology.mode,
-            )  # fmt: skip
+            problems = [] if topology is None else fit_tables(schedule, [t.name for t in topology.tables],
+                                                              topology.mode)[1]  # fmt: skip
             if not problems:
                 return True
             failures.extend(f"{line} (against topology {topology.name})" for line in problems)

@@ -128,13 +128,16 @@ def make_app(
     max_bytes = wire.MAX_REQUEST_BYTES
     decode_request_body = content_coding.decode_request_body
     encode_answer = content_coding.encode_answer
+    compress_over = content_coding.COMPRESS_OVER_BYTES
 
     def finish(
         request_headers: Mapping[str, str], status: int, body: bytes, content_type: str, version: str | None = None
     ) -> tuple[int, bytes, dict[str, str]]:
         """Every answer's last step, on both paths: compression as the request accepts it, the framing headers
         (the checksum is of the bytes sent), the item version, CORS."""
-        body, coding = encode_answer(body, request_headers.get("Accept-Encoding"))
+        coding = None
+        if len(body) > compress_over:  # most answers are small: nothing to negotiate
+            body, coding = encode_answer(body, request_headers.get("Accept-Encoding"))
         headers = framing(next_id(), body, content_type)
         if coding is not None:
             headers["Content-Encoding"] = coding

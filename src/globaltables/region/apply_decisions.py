@@ -36,9 +36,6 @@ class ApplyDecisions:
             return
         self.entries.append((self._now(), origin, table, key, version, lost_to))
 
-    def lost(self) -> int:
-        return sum(1 for entry in self.entries if entry[5] is not None)
-
     def to_dict(self, region: str) -> dict[str, Any]:
         return {
             "region": region,

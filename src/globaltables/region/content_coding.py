@@ -37,7 +37,8 @@ from __future__ import annotations
 import re
 import zlib
 
-from .wire import MAX_REQUEST_BYTES, InternalServerError, RequestEntityTooLargeException
+from ..engine.errors import InternalServerError
+from .wire import MAX_REQUEST_BYTES, RequestEntityTooLargeException
 
 # Answers of this size or smaller are never compressed.
 COMPRESS_OVER_BYTES = 4096

@@ -42,6 +42,7 @@ import secrets
 import string
 import zlib
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -91,12 +92,6 @@ class RequestEntityTooLargeException(DynamoError):
 
     namespace = SERVICE_NAMESPACE
     status = 413
-
-
-class InternalServerError(DynamoError):
-    """A 500 with a reason: DynamoDB answers so (and executes nothing) for a request body it cannot decode."""
-
-    status = 500
 
 
 def bare(error_class: type[DynamoError]) -> DynamoError:
@@ -294,9 +289,11 @@ CORS_EXPOSE_HEADERS = "x-amzn-RequestId,x-amzn-ErrorType,x-amzn-ErrorMessage,Dat
 CORS_MAX_AGE_S = "172800"
 
 
-def cors_headers(headers: Mapping[str, str], preflight: bool = False) -> dict[str, str]:
+def cors_headers(headers: Mapping[str, str], preflight: bool = False) -> Mapping[str, str]:
     """The CORS headers of an answer to a request carrying `Origin` (any method, any path); a preflight (OPTIONS)
     also echoes the method and headers it asks for and says how long the browser may cache that."""
+    if not preflight:
+        return CORS_ANSWER_HEADERS
     cors = {"Access-Control-Allow-Origin": "*"}
     if preflight:
         method = headers.get("Access-Control-Request-Method")
@@ -308,6 +305,11 @@ def cors_headers(headers: Mapping[str, str], preflight: bool = False) -> dict[st
         cors["Access-Control-Max-Age"] = CORS_MAX_AGE_S
     cors["Access-Control-Expose-Headers"] = CORS_EXPOSE_HEADERS
     return cors
+
+
+CORS_ANSWER_HEADERS = MappingProxyType(
+    {"Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": CORS_EXPOSE_HEADERS}
+)
 
 
 def framing(request_id: str, body: bytes, content_type: str) -> dict[str, str]:

@@ -128,6 +128,7 @@ class SqliteStore:
         self.db.executescript(TOKENS_SCHEMA)
         self.db.executescript(REPLICATION_SCHEMA)
         self._tids: dict[str, int] = {}
+        self._backups = None  # backup_store(), made on first use
         self.commit_hooks: list[CommitHook] = []
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
             self._tids[name] = tid
@@ -143,9 +144,13 @@ class SqliteStore:
         return IndexStore(self)
 
     def backup_store(self):
-        from .backup_store import BackupStore
+        """The store's backups, made once: its schema is created the first time (executescript commits whatever is
+        pending, so it must not run again on every backup call)."""
+        if self._backups is None:
+            from .backup_store import BackupStore
 
-        return BackupStore(self)
+            self._backups = BackupStore(self)
+        return self._backups
 
     def snapshot(self) -> SqliteStore:
         """A new in-memory store holding exactly this store's committed data: what a restarted process finds on
