@@ -8,7 +8,8 @@ import pytest
 
 from globaltables.chaos import grudges as G
 from globaltables.chaos.faults import FaultError, build, parse_duration
-from globaltables.region.link_faults import LinkFault, LinkFaultState
+from globaltables.region.link_faults import LinkFaultState
+from globaltables.runtime.link import LinkSettings
 from globaltables.region.skewed_clock import SkewedClock
 
 REGIONS = ("a-x-1", "b-x-1", "c-x-1", "d-x-1", "e-x-1")
@@ -41,7 +42,7 @@ def test_durations_and_fault_fields():
 
 def test_bursty_loss_keeps_its_long_run_rate_and_comes_in_bursts():
     state = LinkFaultState(random.Random(4))
-    state.set(LinkFault(loss=0.2, loss_burst=5))
+    state.set(LinkSettings(loss=0.2, loss_burst=5))
     draws = [state.lose() for _ in range(50_000)]
     assert sum(draws) / len(draws) == pytest.approx(0.2, abs=0.02)
     runs = sum(1 for i in range(1, len(draws)) if draws[i] and not draws[i - 1])
@@ -50,7 +51,7 @@ def test_bursty_loss_keeps_its_long_run_rate_and_comes_in_bursts():
 
 def test_bandwidth_cap_builds_a_backlog():
     state = LinkFaultState(random.Random(1))
-    state.set(LinkFault(bandwidth_kbps=100))  # 100 KB/s: a 10 KB message takes 0.1 s
+    state.set(LinkSettings(bandwidth_kbps=100))  # 100 KB/s: a 10 KB message takes 0.1 s
     assert state.transmission_s(0.0, 10_000) == pytest.approx(0.1)
     assert state.transmission_s(0.0, 10_000) == pytest.approx(0.2)  # queued behind the first
 

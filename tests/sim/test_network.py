@@ -239,7 +239,7 @@ def test_a_stall_holds_messages_and_lets_them_go_in_order_when_it_ends():
 
 
 def test_bursty_loss_keeps_its_rate_and_loses_in_runs():
-    # The region processes' model (runtime/bursty_loss.py): 20% lost in the long run, in bursts of 5 on average.
+    # The region processes' model (runtime/link.py): 20% lost in the long run, in bursts of 5 on average.
     scheduler, network, recorder = make(LinkSettings(latency_ms=1))
     network.update_link("a", "b", loss=0.2, loss_burst=5)
     n = 20_000

@@ -12,10 +12,9 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ..runtime.link import FAULT_FIELDS
+
 SECRET_HEADER = "x-globaltables-secret"
-LINK_FAULT_FIELDS = (
-    "distribution", "loss", "loss_burst", "duplicate", "reorder", "reorder_ms", "bandwidth_kbps", "stalled",
-)  # fmt: skip
 
 
 class TargetError(RuntimeError):
@@ -109,7 +108,7 @@ class RegionControlTarget:
                 latency.setdefault("latency_ms", current["latency_ms"])
                 if "jitter_ms" not in changes:
                     latency["jitter_ms"] = current["jitter_ms"]
-        link = {name: changes[name] for name in LINK_FAULT_FIELDS if name in changes} or None
+        link = {name: changes[name] for name in FAULT_FIELDS if name in changes} or None
         self.faults(source, {"latency": {target: latency}, "links": {target: link}})
 
     def set_clock(self, region, offset_ms, bump_ms, drift_ppm, strobe) -> None:

@@ -47,7 +47,7 @@ from aiohttp import web
 from ..replication.mrsc.node import PLANTED_BUGS
 from .control_steps import json_response
 from .http_transport import LinkDelay
-from .link_faults import LinkFault
+from ..runtime.link import LinkSettings
 from .replication_host import ReplicationHost
 
 FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock", "planted", "held_replication")
@@ -131,7 +131,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         offset = None
         if body.get("clock_offset_ms") is not None:
             offset = _number(body["clock_offset_ms"], "clock_offset_ms", minimum=None)
-        link_faults: dict[str, LinkFault | None] = {}
+        link_faults: dict[str, LinkSettings | None] = {}
         if "links" in body:
             if not isinstance(body["links"], dict):
                 raise BadRequest("links: expected a mapping of region name to link fault fields or null")
@@ -140,7 +140,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
                 if setting is not None and not isinstance(setting, dict):
                     raise BadRequest(f"links.{name}: expected an object of link fault fields or null")
                 try:
-                    link_faults[name] = None if setting is None else LinkFault.from_dict(setting, f"links.{name}")
+                    link_faults[name] = None if setting is None else LinkSettings.from_dict(setting, f"links.{name}")
                 except ValueError as error:
                     raise BadRequest(str(error)) from None
         clock = body.get("clock", {})

@@ -26,8 +26,8 @@ Rules
    inbound envelope whose `src` is not the authenticated region is dropped (and counted).
 3. Faults act here. Partitions are grudges held by the receiver (Jepsen): envelopes from a refused sender are
    dropped on arrival, so messages already in flight when the partition starts are cut too. Latency overrides
-   replace the topology's delay of an outbound link until `heal`. Link faults (region.link_faults: delay
-   distribution, loss, bursts, duplication, reordering, bandwidth, stall) act in `send` on every envelope, acks
+   replace the topology's delay of an outbound link until `heal`. Link faults (runtime.link, region.link_faults:
+   delay distribution, loss, bursts, duplication, reordering, bandwidth, stall) act in `send` on every envelope, acks
    included, so a fault on the link d -> s also delays or loses s's acknowledgements.
 
 Wire format of one envelope (one binary WebSocket message): a kind byte, the 4-byte big-endian length of the JSON
@@ -54,7 +54,8 @@ import orjson
 from aiohttp import web
 
 from ..runtime.transport import Envelope, ReceiveHandler
-from .link_faults import NO_FAULT, LinkFault, LinkFaultState
+from ..runtime.link import LinkSettings
+from .link_faults import NO_FAULT, LinkFaultState
 
 log = logging.getLogger("globaltables.replication.transport")
 
@@ -190,7 +191,7 @@ class _Outbound:
             "latency_ms": self.delay.latency_ms,
             "jitter_ms": self.delay.jitter_ms,
             "latency_overridden": self.delay != self.baseline,
-            "fault": None if self.faults.fault == NO_FAULT else self.faults.fault.as_dict(),
+            "fault": None if self.faults.fault == NO_FAULT else self.faults.fault.fault_fields(),
             "lost_by_fault": self.faults.lost,
             "duplicated_by_fault": self.faults.duplicated,
             "reordered_by_fault": self.faults.reordered,
@@ -263,15 +264,12 @@ class HttpTransport:
         delay = out.delay
         faults = out.faults
         now = self._monotonic()
-        due = now + delay.latency_ms / 1000.0
-        if faults.fault is NO_FAULT:
-            if delay.jitter_ms:
-                due += self._rng.uniform(0.0, delay.jitter_ms) / 1000.0
-        else:
-            if faults.lose():
-                faults.lost += 1
-                return
-            due += faults.extra_s(delay.jitter_ms)
+        faulty = faults.fault is not NO_FAULT
+        if faulty and faults.lose():  # decided before the delay is drawn: a lost message draws no delay
+            faults.lost += 1
+            return
+        due = now + delay.latency_ms / 1000.0 + faults.extra_s(delay.jitter_ms)
+        if faulty:
             if faults.fault.bandwidth_kbps:
                 due += faults.transmission_s(now, len(encode_envelope(envelope)))
             fault = faults.fault
@@ -351,7 +349,7 @@ class HttpTransport:
         out = self._outbound[peer]
         out.delay = out.baseline if delay is None else delay
 
-    def set_link_fault(self, peer: str, fault: LinkFault | None) -> None:
+    def set_link_fault(self, peer: str, fault: LinkSettings | None) -> None:
         """Faults on the link to `peer` (None: none); ending a stall wakes the writer to drain the backlog."""
         out = self._outbound[peer]
         out.faults.set(fault or NO_FAULT)

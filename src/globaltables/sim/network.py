@@ -6,17 +6,12 @@ FIFO lanes. `send` decides a message's fate at once with the link's own seeded `
 delivery on the scheduler; delivery calls the handler registered for `dest`. Every send, delivery and drop goes into
 a journal with its virtual time, which `trace_lines` renders as a deterministic text trace.
 
-Link settings (`LinkSettings`, all times in milliseconds):
-- delay = `latency_ms` + extra, extra >= 0 drawn per message with scale `jitter_ms` from `distribution`:
-  `constant` (extra = 0: jitter ignored), `uniform` U(0, jitter), `normal` |N(0, jitter)| (half-normal),
-  `exponential` with mean jitter, `pareto` jitter * (Pareto(`pareto_alpha`) - 1) (heavy tail; mean = jitter at 2).
-  So `latency_ms` is a hard floor: no message arrives sooner.
-- `loss`: probability a message is dropped at send.
-- `duplicate`: probability a second copy is delivered, with its own delay and outside the lane order.
-- `reorder`: probability a message is held back an extra `reorder_ms` outside the lane order, so later messages of
-  its lane overtake it.
+Link settings are `runtime.link.LinkSettings` (latency floor plus a drawn extra delay, loss and its bursts,
+duplication, reordering, bandwidth, stalls), the vocabulary the region processes' links share. Here:
 - `fifo`: lanes are FIFO — a message's delivery time is max(sampled time, last delivery time on its lane), so jitter
   never reorders a lane (rule 2 of runtime.transport). Lanes are (src, dest, envelope.lane).
+- `bandwidth_kbps` and `stalled` act as on the region processes' links: a cap shared by every message of the
+  directed link, and a stall holding every message until it ends, then letting them go in the order they were sent.
 
 Partitions are grudges held by the receiver (Jepsen): `grudges[receiver]` is the set of senders it refuses to hear.
 A grudge drops messages at send and also drops messages already in flight when they arrive, so a partition cuts a
@@ -31,55 +26,18 @@ one journal tuple and one heap entry per event; `journal=False` turns the journa
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
 
-from ..runtime.bursty_loss import lose
+from ..runtime.link import DISTRIBUTIONS, LinkSettings, lose, sample_extra_ms
 from ..runtime.rng import Rng
 from ..runtime.transport import Envelope, ReceiveHandler
 from .loop import Scheduler
 
-DISTRIBUTIONS = ("constant", "uniform", "normal", "exponential", "pareto")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class LinkSettings:
-    latency_ms: float = 0.0
-    jitter_ms: float = 0.0
-    distribution: str = "uniform"
-    pareto_alpha: float = 2.0
-    loss: float = 0.0
-    loss_burst: float = 1.0  # mean burst length in messages (runtime/bursty_loss.py); 1: independent losses
-    duplicate: float = 0.0
-    reorder: float = 0.0
-    reorder_ms: float = 0.0
-    fifo: bool = True
-    # As the region process's links (region/link_faults.py): a cap in kilobytes per second shared by every message
-    # of the directed link (each waits for the ones before it to be transmitted, size / bandwidth each), and a stall
-    # that holds every message until it ends, then lets them go in the order they were sent.
-    bandwidth_kbps: float = 0.0  # 0: unlimited
-    stalled: bool = False
-
-    def __post_init__(self) -> None:
-        if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(f"distribution: {self.distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
-        for name in ("latency_ms", "jitter_ms", "reorder_ms", "bandwidth_kbps"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)!r}")
-        for name in ("loss", "duplicate", "reorder"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}: must be a probability in [0, 1], got {getattr(self, name)!r}")
-        if not self.loss_burst >= 1:
-            raise ValueError(f"loss_burst: must be >= 1 (mean burst length in messages), got {self.loss_burst!r}")
-        if not self.pareto_alpha > 0:
-            raise ValueError(f"pareto_alpha: must be > 0, got {self.pareto_alpha!r}")
-
-    def replace(self, **changes: Any) -> LinkSettings:
-        return dataclasses.replace(self, **changes)
+__all__ = ["DISTRIBUTIONS", "LinkSettings", "SimNetwork", "body_digest", "body_size"]
 
 
 class _Link:
@@ -89,16 +47,13 @@ class _Link:
         "bad",
         "bandwidth_kbps",
         "busy_until_us",
-        "distribution",
         "duplicate",
         "fifo",
         "held",
-        "jitter_ms",
         "lane_last",
         "latency_us",
         "loss",
         "loss_burst",
-        "pareto_alpha",
         "reorder",
         "reorder_us",
         "rng",
@@ -123,10 +78,6 @@ class _Link:
     def apply(self, settings: LinkSettings) -> None:
         self.settings = settings
         self.latency_us = round(settings.latency_ms * 1000)
-        self.jitter_ms = settings.jitter_ms
-        # "constant" and zero jitter both mean no draw at all (keeps the stream unchanged by a no-op setting).
-        self.distribution = "constant" if settings.jitter_ms == 0 else settings.distribution
-        self.pareto_alpha = settings.pareto_alpha
         self.loss = settings.loss
         self.loss_burst = settings.loss_burst
         self.duplicate = settings.duplicate
@@ -137,20 +88,8 @@ class _Link:
         self.stalled = settings.stalled
 
     def sample_delay_us(self) -> int:
-        distribution = self.distribution
-        if distribution == "constant":
-            return self.latency_us
-        jitter = self.jitter_ms
-        rng = self.rng
-        if distribution == "uniform":
-            extra = rng.random() * jitter
-        elif distribution == "exponential":
-            extra = rng.expovariate(1.0 / jitter)
-        elif distribution == "normal":
-            extra = abs(rng.normalvariate(0.0, jitter))
-        else:  # pareto, shifted so the minimum extra is 0
-            extra = jitter * (rng.paretovariate(self.pareto_alpha) - 1.0)
-        return self.latency_us + round(extra * 1000)
+        # The floor and the drawn extra are rounded to microseconds separately (replays depend on it).
+        return self.latency_us + round(sample_extra_ms(self.settings, self.rng) * 1000)
 
 
 def body_size(body: bytes | dict[str, Any] | None) -> int:

@@ -32,8 +32,7 @@ class Undecided(AssertionError):
     """A checker could not decide (verdict unknown): neither a pass nor a proven failure; names the open keys."""
 
 
-# What `impair` can do to a link (the region processes' link faults, region/link_faults.py, and the simulated
-# network's, sim/network.py, alike): loss (a fraction; loss_burst: mean burst length), duplicate and reorder
+# What `impair` can do to a link (runtime/link.py: the region processes' links and the simulated network's alike): loss (a fraction; loss_burst: mean burst length), duplicate and reorder
 # (fractions; reorder_ms: how far back a reordered message is held), bandwidth_kbps (kilobytes per second) and
 # stalled (hold every message until the fault ends, then deliver them in order).
 IMPAIRMENTS = ("loss", "loss_burst", "duplicate", "reorder", "reorder_ms", "bandwidth_kbps", "stalled")
