@@ -26,6 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..runtime.link import DISTRIBUTIONS
+from ..runtime.specs import Bool, Choice, Field, Invalid, ListOf, Number, Probability, Str, Value, check_members, render
 from . import grudges as G
 
 DURATION = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*(ms|s|m)?\s*")
@@ -38,42 +40,101 @@ PROCESS_VERBS = ("crash", "pause")  # with a duration: restart / resume at the e
 EVENT_VERBS = ("restart", "resume", "heal")
 TABLE_VERBS = ("pause-replication",)
 VERBS = PARTITION_VERBS + LINK_VERBS + CLOCK_VERBS + PROCESS_VERBS + EVENT_VERBS + TABLE_VERBS
-DISTRIBUTIONS = ("constant", "uniform", "normal", "exponential", "pareto")
 
 
 class FaultError(ValueError):
     """A fault that cannot be built; the message names the field."""
 
 
-def parse_duration(value: Any, what: str, *, signed: bool = False) -> float:
-    """Seconds from `5s` / `200ms` / `2m` / a number; negative only when `signed`."""
+def seconds(value: Any, *, signed: bool = False) -> float:
+    """Seconds from `5s` / `200ms` / `2m` / a number; negative only when `signed`; Invalid otherwise."""
     if isinstance(value, bool):
-        raise FaultError(f"{what}: expected a duration such as 5s or 200ms, got {value!r}")
+        raise Invalid(f"expected a duration such as 5s or 200ms, got {value!r}")
     if isinstance(value, (int, float)):
-        seconds = float(value)
+        result = float(value)
     elif isinstance(value, str) and (match := DURATION.fullmatch(value)):
-        seconds = float(match.group(1)) * UNITS[match.group(2)]
+        result = float(match.group(1)) * UNITS[match.group(2)]
     else:
-        raise FaultError(f"{what}: expected a duration such as 5s or 200ms, got {value!r}")
-    if not math.isfinite(seconds):
-        raise FaultError(f"{what}: must be finite, got {value!r}")
-    if seconds < 0 and not signed:
-        raise FaultError(f"{what}: must not be negative, got {value!r}")
-    return seconds
+        raise Invalid(f"expected a duration such as 5s or 200ms, got {value!r}")
+    if not math.isfinite(result):
+        raise Invalid(f"must be finite, got {value!r}")
+    if result < 0 and not signed:
+        raise Invalid(f"must not be negative, got {value!r}")
+    return result
 
 
-def parse_probability(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise FaultError(f"{what}: expected a probability between 0 and 1, got {value!r}")
-    return float(value)
+def parse_duration(value: Any, what: str, *, signed: bool = False) -> float:
+    """`seconds`, with a FaultError naming `what`."""
+    try:
+        return seconds(value, signed=signed)
+    except Invalid as error:
+        raise FaultError(f"{what}: {error}") from None
 
 
-def parse_number(value: Any, what: str, *, minimum: float | None = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise FaultError(f"{what}: expected a number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise FaultError(f"{what}: must be at least {minimum:g}, got {value!r}")
-    return float(value)
+def Duration(*, signed: bool = False, positive: bool = False, scale: float = 1.0, **kw: Any) -> Field:
+    """A duration field, parsed to seconds times `scale` (1000: milliseconds)."""
+
+    def parse(value: Any) -> float:
+        result = seconds(value, signed=signed)
+        if positive and not result > 0:
+            raise Invalid("must be positive")
+        return result * scale
+
+    return Value(parse, **kw)
+
+
+# The fields a verb takes besides where it acts, each with the parameter it becomes (a dotted name nests).
+PARAMETERS: dict[str, dict[str, tuple[str, Field]]] = {
+    "latency": {
+        "latency": ("latency_ms", Duration(scale=1000, required=True)),
+        "jitter": ("jitter_ms", Duration(scale=1000)),
+        "distribution": ("distribution", Choice(DISTRIBUTIONS, kind="string")),
+    },
+    "loss": {
+        "rate": ("loss", Probability(parse=float, required=True)),
+        "burst": ("loss_burst", Number(minimum=1, default=1.0, parse=float)),
+    },
+    "duplicate": {"rate": ("duplicate", Probability(parse=float, required=True))},
+    "reorder": {
+        "rate": ("reorder", Probability(parse=float, required=True)),
+        "delay": ("reorder_ms", Duration(scale=1000, default=seconds("50ms") * 1000)),
+    },
+    "bandwidth": {"kbps": ("bandwidth_kbps", Number(positive=True, parse=float, required=True))},
+    "skew": {"offset": ("offset_ms", Duration(signed=True, scale=1000, required=True))},
+    "drift": {"ppm": ("drift_ppm", Number(parse=float, required=True))},
+    "bump": {"delta": ("bump_ms", Duration(signed=True, scale=1000, required=True))},
+    "strobe": {
+        "delta": ("strobe.delta_ms", Duration(signed=True, scale=1000, required=True)),
+        "period": ("strobe.period_ms", Duration(positive=True, scale=1000, required=True)),
+    },
+}
+
+# Where each verb acts: two regions `between`, one `region`, two `sides`, a `table` (optionally one region).
+BETWEEN_VERBS = ("partition", *LINK_VERBS)
+REGION_VERBS = ("isolate", "witness-loss", *CLOCK_VERBS, *PROCESS_VERBS, "restart", "resume")
+SIDES_VERBS = ("split", "bridge")
+
+
+def placement(verb: str, regions: Sequence[str]) -> dict[str, Field]:
+    """The fields naming where `verb` acts, checked against the topology's `regions`."""
+
+    def known(name: Any) -> str:
+        if name not in regions:
+            raise Invalid(f"unknown region {name!r}; the topology has {', '.join(regions)}")
+        return name
+
+    region = Value(known, required=True)
+    if verb in BETWEEN_VERBS:
+        return {"between": ListOf(region, length=2, required=True, expected="two region names")}
+    if verb in REGION_VERBS:
+        return {"region": region}
+    if verb in SIDES_VERBS:
+        sides = ListOf(ListOf(region), length=2, required=True, expected="two lists of regions")
+        return {"sides": sides, **({"region": region} if verb == "bridge" else {})}
+    if verb in TABLE_VERBS:
+        return {"table": Str(non_empty=True, required=True, expected="a table name"),
+                "region": Value(known)}  # fmt: skip
+    return {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,106 +236,51 @@ def build(
     at: float = 0.0,
     duration: float | None = None,
 ) -> Fault:
-    """A validated Fault from schedule/CLI fields (`between`, `region`, `sides`, `one_way` and the verb's own);
-    FaultError naming the field otherwise. `regions`: the topology's region names."""
+    """A validated Fault from schedule/CLI fields (`between`, `region`, `sides`, `one_way` and the verb's own:
+    PARAMETERS); FaultError naming every bad field otherwise. `regions`: the topology's region names."""
     if verb not in VERBS:
         raise FaultError(f"do: unknown fault {verb!r}; use one of {', '.join(VERBS)}")
-    known = set(regions)
-    fields = dict(fields)
-    used: set[str] = set()
+    own = PARAMETERS.get(verb, {})
+    spec = {"one_way": Bool(default=False), **placement(verb, regions), **{name: f for name, (_, f) in own.items()}}
+    parsed, problems = check_members(fields, spec, noun="field")
+    problems = [(path, f"required for {verb}" if message == "required" else message) for path, message in problems]
+    if not problems:
+        problems = _cross_field_problems(verb, parsed, witnesses, duration)
+    if problems:
+        raise FaultError("; ".join(render(problems)))
+    members: tuple[str, ...] = tuple(parsed.get("between") or ([parsed["region"]] if "region" in parsed else []))
+    sides = tuple(tuple(side) for side in parsed.get("sides", ()))
+    params: dict[str, Any] = {"table": parsed["table"]} if verb in TABLE_VERBS else {}
+    for name, (parameter, _) in own.items():
+        if name in parsed:
+            outer, _, inner = parameter.partition(".")
+            if inner:
+                params.setdefault(outer, {})[inner] = parsed[name]
+            else:
+                params[parameter] = parsed[name]
+    return Fault(verb, members, params, at, duration, parsed["one_way"], sides)
 
-    def region(name: Any, what: str) -> str:
-        if name not in known:
-            raise FaultError(f"{what}: unknown region {name!r}; the topology has {', '.join(regions)}")
-        return name
 
-    def take(name: str, default: Any = ...) -> Any:
-        used.add(name)
-        if name not in fields:
-            if default is ...:
-                raise FaultError(f"{name}: required for {verb}")
-            return default
-        return fields[name]
-
-    one_way = take("one_way", False)
-    if not isinstance(one_way, bool):
-        raise FaultError(f"one_way: expected true or false, got {one_way!r}")
-    members: tuple[str, ...] = ()
-    sides: tuple[tuple[str, ...], ...] = ()
-    params: dict[str, Any] = {}
-    if verb in ("partition", *LINK_VERBS):
-        between = take("between")
-        if not isinstance(between, (list, tuple)) or len(between) != 2:
-            raise FaultError(f"between: expected two region names, got {between!r}")
-        members = (region(between[0], "between[0]"), region(between[1], "between[1]"))
-        if members[0] == members[1]:
-            raise FaultError(f"between: a region cannot be partitioned from itself ({members[0]})")
-    elif verb in ("isolate", "witness-loss", *CLOCK_VERBS, *PROCESS_VERBS, "restart", "resume"):
-        members = (region(take("region"), "region"),)
-        if verb == "witness-loss" and witnesses and members[0] not in witnesses:
-            raise FaultError(f"region: {members[0]} is not a witness")
-    elif verb in ("split", "bridge"):
-        raw = take("sides")
-        if not isinstance(raw, (list, tuple)) or len(raw) != 2 or not all(isinstance(s, (list, tuple)) for s in raw):
-            raise FaultError(f"sides: expected two lists of regions, got {raw!r}")
-        sides = tuple(tuple(region(name, f"sides[{i}]") for name in side) for i, side in enumerate(raw))
-        if set(sides[0]) & set(sides[1]) or not sides[0] or not sides[1]:
-            raise FaultError("sides: two non-empty sides with no region in both")
-        if verb == "bridge":
-            members = (region(take("region"), "region"),)
-            if members[0] in sides[0] or members[0] in sides[1]:
-                raise FaultError(f"region: the bridge {members[0]} must not be on either side")
-    elif verb in TABLE_VERBS:
-        table = take("table")
-        if not isinstance(table, str) or not table:
-            raise FaultError(f"table: expected a table name, got {table!r}")
-        params["table"] = table
-        if "region" in fields:
-            members = (region(take("region"), "region"),)
-    if verb == "latency":
-        params["latency_ms"] = parse_duration(take("latency"), "latency") * 1000
-        if "jitter" in fields:
-            params["jitter_ms"] = parse_duration(take("jitter"), "jitter") * 1000
-        if "distribution" in fields:
-            distribution = take("distribution")
-            if distribution not in DISTRIBUTIONS:
-                raise FaultError(f"distribution: {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
-            params["distribution"] = distribution
-    elif verb == "loss":
-        params["loss"] = parse_probability(take("rate"), "rate")
-        burst = take("burst", 1)
-        params["loss_burst"] = parse_number(burst, "burst", minimum=1)
-        if params["loss_burst"] > 1 and params["loss"] >= 1:
-            raise FaultError("burst: a loss rate of 1 cannot be bursty")
-    elif verb == "duplicate":
-        params["duplicate"] = parse_probability(take("rate"), "rate")
-    elif verb == "reorder":
-        params["reorder"] = parse_probability(take("rate"), "rate")
-        params["reorder_ms"] = parse_duration(take("delay", "50ms"), "delay") * 1000
-    elif verb == "bandwidth":
-        params["bandwidth_kbps"] = parse_number(take("kbps"), "kbps")
-        if not params["bandwidth_kbps"] > 0:
-            raise FaultError("kbps: must be positive")
-    elif verb == "skew":
-        params["offset_ms"] = parse_duration(take("offset"), "offset", signed=True) * 1000
-    elif verb == "drift":
-        params["drift_ppm"] = parse_number(take("ppm"), "ppm", minimum=None)
-    elif verb == "bump":
-        params["bump_ms"] = parse_duration(take("delta"), "delta", signed=True) * 1000
-    elif verb == "strobe":
-        delta = parse_duration(take("delta"), "delta", signed=True) * 1000
-        period = parse_duration(take("period"), "period") * 1000
-        if not period > 0:
-            raise FaultError("period: must be positive")
-        params["strobe"] = {"delta_ms": delta, "period_ms": period}
-    if one_way and verb not in ("partition", *LINK_VERBS):
-        raise FaultError(f"one_way: only partitions and link faults have a direction, not {verb}")
+def _cross_field_problems(verb: str, parsed: dict[str, Any], witnesses: Sequence[str],
+                          duration: float | None) -> list[tuple[str, str]]:  # fmt: skip
+    """The rules joining fields, once each field is valid on its own."""
+    problems = []
+    between, region, sides = parsed.get("between"), parsed.get("region"), parsed.get("sides")
+    if between and between[0] == between[1]:
+        problems.append(("between", f"a region cannot be partitioned from itself ({between[0]})"))
+    if verb == "witness-loss" and witnesses and region not in witnesses:
+        problems.append(("region", f"{region} is not a witness"))
+    if sides is not None and (set(sides[0]) & set(sides[1]) or not sides[0] or not sides[1]):
+        problems.append(("sides", "two non-empty sides with no region in both"))
+    elif sides is not None and verb == "bridge" and (region in sides[0] or region in sides[1]):
+        problems.append(("region", f"the bridge {region} must not be on either side"))
+    if verb == "loss" and parsed["burst"] > 1 and parsed["rate"] >= 1:
+        problems.append(("burst", "a loss rate of 1 cannot be bursty"))
+    if parsed["one_way"] and verb not in BETWEEN_VERBS:
+        problems.append(("one_way", f"only partitions and link faults have a direction, not {verb}"))
     if verb in EVENT_VERBS and duration is not None:
-        raise FaultError(f"for: {verb} is an instant; it takes no duration")
-    unknown = sorted(set(fields) - used)
-    if unknown:
-        raise FaultError(f"unknown field(s) {', '.join(unknown)} for {verb}")
-    return Fault(verb, members, params, at, duration, one_way, sides)
+        problems.append(("for", f"{verb} is an instant; it takes no duration"))
+    return problems
 
 
 TABLE_REFERENCE = re.compile(r"tables\[(-?\d+)\]")

@@ -32,10 +32,12 @@ from typing import Any
 
 import yaml
 
+from ..runtime.specs import Choice, Field, Integer, ListOf, check_members, render
 from ..runtime.yaml_documents import load_yaml, one_line
 from .faults import (
     LINK_VERBS,
     PARTITION_VERBS,
+    Duration,
     Fault,
     FaultError,
     build,
@@ -45,11 +47,25 @@ from .faults import (
 )
 from .region_refs import expand_step
 
-TOP_LEVEL = ("name", "description", "quiet", "duration", "steps", "nemesis")
-NEMESIS_FIELDS = ("seed", "kinds", "every", "for", "from", "until")
 NEMESIS_KINDS = ("partition", "isolate", "split", "ring", "latency", "loss", "duplicate", "reorder", "stall",
                  "skew", "drift", "strobe", "crash", "pause")  # fmt: skip
 DEFAULT_QUIET_S = 2.0
+TOP_LEVEL: dict[str, Field] = {
+    "name": Field(),
+    "description": Field(),
+    "quiet": Duration(default=DEFAULT_QUIET_S),
+    "duration": Duration(default=0.0),
+    "steps": ListOf(Field(), default=[], expected="a list of steps"),  # each step: chaos.faults' verbs and fields
+    "nemesis": Field(),
+}
+NEMESIS: dict[str, Field] = {
+    "seed": Integer(),  # required unless the run gives a seed
+    "kinds": ListOf(Choice(NEMESIS_KINDS), non_empty=True, required=True, expected="a non-empty list of fault kinds"),
+    "every": Duration(default=3.0),
+    "for": ListOf(Duration(), length=2, default=[1.0, 3.0], expected="[shortest, longest]"),
+    "from": Duration(default=0.0),
+    "until": Duration(default=30.0),
+}
 
 
 class ScheduleError(ValueError):
@@ -94,26 +110,14 @@ def parse_schedule(
     source: str = "<schedule>",
     seed: int | None = None,
 ) -> Schedule:
-    errors: list[str] = []
     if not isinstance(document, dict):
         raise ScheduleError([f"{source}: expected a mapping with steps and/or nemesis"])
-    for key in sorted(set(document) - set(TOP_LEVEL)):
-        errors.append(f"{source}: {key}: unknown field; use {', '.join(TOP_LEVEL)}")
-
-    def duration(key: str, default: float) -> float:
-        try:
-            return parse_duration(document.get(key, default), key)
-        except FaultError as error:
-            errors.append(f"{source}: {error}")
-            return default
-
-    quiet = duration("quiet", DEFAULT_QUIET_S)
-    total = duration("duration", 0.0)
+    top, problems = check_members(document, TOP_LEVEL, noun="field")
+    errors = [f"{source}: {line}" for line in render(problems)]
+    quiet = DEFAULT_QUIET_S if top.get("quiet") is None else top["quiet"]
+    total = 0.0 if top.get("duration") is None else top["duration"]
     faults: list[tuple[str, Fault]] = []
-    steps = document.get("steps", [])
-    if not isinstance(steps, list):
-        errors.append(f"{source}: steps: expected a list of steps")
-        steps = []
+    steps = top.get("steps") or []
     for index, step in enumerate(steps):
         where = f"steps[{index}]"
         if isinstance(step, dict):
@@ -170,30 +174,22 @@ def contradictions(faults: Sequence[tuple[str, Fault]]) -> list[str]:
 def expand_nemesis(spec: Any, regions: Sequence[str], seed: int | None = None) -> tuple[list[Fault], int]:
     """The nemesis's faults, one at a time, drawn from `random.Random(seed)` (an override seed wins)."""
     if not isinstance(spec, dict):
-        raise FaultError("expected a mapping with seed, kinds, every, for, from, until")
-    unknown = sorted(set(spec) - set(NEMESIS_FIELDS))
-    if unknown:
-        raise FaultError(f"unknown field(s) {', '.join(unknown)}; use {', '.join(NEMESIS_FIELDS)}")
-    seed = seed if seed is not None else spec.get("seed")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise FaultError(f"seed: expected an integer, got {seed!r}")
-    kinds = spec.get("kinds")
-    if not isinstance(kinds, list) or not kinds:
-        raise FaultError("kinds: expected a non-empty list of fault kinds")
-    for kind in kinds:
-        if kind not in NEMESIS_KINDS:
-            raise FaultError(f"kinds: {kind!r} is not one of {', '.join(NEMESIS_KINDS)}")
-    every = parse_duration(spec.get("every", "3s"), "every")
-    span = spec.get("for", ["1s", "3s"])
-    if not isinstance(span, list) or len(span) != 2:
-        raise FaultError(f"for: expected [shortest, longest], got {span!r}")
-    shortest, longest = parse_duration(span[0], "for[0]"), parse_duration(span[1], "for[1]")
-    if not 0 < shortest <= longest:
-        raise FaultError(f"for: expected 0 < shortest <= longest, got {span!r}")
-    start = parse_duration(spec.get("from", 0), "from")
-    until = parse_duration(spec.get("until", "30s"), "until")
-    if until <= start:
-        raise FaultError("until: must come after from")
+        raise FaultError(f"expected a mapping with {', '.join(NEMESIS)}")
+    parsed, problems = check_members(spec, NEMESIS, noun="field")
+    if seed is not None:  # the run's seed wins over the file's, whatever that is
+        problems = [problem for problem in problems if problem[0] != "seed"]
+    elif "seed" not in spec:
+        problems.append(("seed", "required (or give the run a seed)"))
+    if not problems:
+        seed = seed if seed is not None else parsed["seed"]
+        every, (shortest, longest), start, until = (parsed[name] for name in ("every", "for", "from", "until"))
+        if not 0 < shortest <= longest:
+            problems.append(("for", f"expected 0 < shortest <= longest, got {spec['for']!r}"))
+        elif until <= start:
+            problems.append(("until", "must come after from"))
+    if problems:
+        raise FaultError("; ".join(render(problems)))
+    kinds = parsed["kinds"]
     rng = random.Random(seed)
     names = sorted(regions)
     faults: list[Fault] = []

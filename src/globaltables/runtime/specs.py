@@ -183,7 +183,7 @@ def _check(value: Any, f: Field, path: str, problems: list[Problem]) -> Any:
         problems.append((path, f"expected {f.expected or 'a non-empty ' + _EXPECTED[f.kind][2:]}, got an empty one"))
         return None
     if f.length is not None and len(value) != f.length:
-        problems.append((path, f"expected {f.expected or f'{f.length} elements'}, got {len(value)}"))
+        problems.append((path, f"expected {f.expected or f'{f.length} elements'}, got a list of {len(value)}"))
         return None
     if f.kind == "structure" and f.members is not None:
         value = _members(value, f.members, path, f.noun, problems)
