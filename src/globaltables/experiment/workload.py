@@ -42,13 +42,12 @@ the file in front), e.g. `workload.mix.scan: unknown operation; allowed: put, up
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime.rng import Rng
-from .topology import type_name
+from ..runtime.specs import Choice, Field, Integer, Invalid, ListOf, MapOf, Number, Str, Struct, Value, check
 
 OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete", "append")
 WRITE_OPERATIONS = frozenset({"put", "update", "conditional_update", "delete", "append"})
@@ -56,25 +55,38 @@ DISTRIBUTIONS = ("uniform", "zipf", "hotkey")
 WRITE_MODES = ("any", "single", "home")
 LIST_APPEND_OPERATIONS = ("append", "get", "strong_get")  # Elle's list-append: appends and whole-list reads
 MAX_ITEM_BYTES = 300 * 1024  # under DynamoDB's 400 KB item limit, with room for the key and value
-WORKLOAD_KEYS = (
-    "table",
-    "duration_s",
-    "warmup_s",
-    "rate_per_region",
-    "clients_per_region",
-    "keys",
-    "distribution",
-    "zipf_s",
-    "hot_fraction",
-    "item_bytes",
-    "mix",
-    "regions",
-    "write_mode",
-    "write_region",
-    "timeout_s",
-    "lag_probe_interval_s",
-    "quiesce_timeout_s",
-)
+
+
+def _operation(name: object) -> object:
+    if name not in OPERATIONS:
+        raise Invalid(f"unknown operation; allowed: {', '.join(OPERATIONS)}")
+    return name
+
+
+# The fields of `workload:` (the module docstring's schema); the rules that join fields or need the topology are
+# in check_workload.
+WORKLOAD: dict[str, Field] = {
+    "table": Str(required=True, non_empty=True, missing="is required (the name of a table declared in tables)",
+                 expected="a table name"),  # fmt: skip
+    "duration_s": Number(positive=True),
+    "warmup_s": Number(minimum=0),
+    "rate_per_region": Number(positive=True),
+    "clients_per_region": Integer(positive=True),
+    "keys": Integer(positive=True),
+    "distribution": Choice(DISTRIBUTIONS),
+    "zipf_s": Number(positive=True),
+    "hot_fraction": Number(positive=True, maximum=1),
+    "item_bytes": Integer(minimum=0, maximum=MAX_ITEM_BYTES),
+    "mix": MapOf(Number(minimum=0, expected="a weight (a number)"), key=Value(_operation), non_empty=True,
+                 expected="a mapping of operation to weight"),  # fmt: skip
+    "regions": ListOf(Field(), non_empty=True, expected="a non-empty list of region names"),
+    "write_mode": Choice(WRITE_MODES),
+    "write_region": Field(),
+    "timeout_s": Number(positive=True),
+    "lag_probe_interval_s": Number(minimum=0),
+    "quiesce_timeout_s": Number(positive=True),
+}
+WORKLOAD_KEYS = tuple(WORKLOAD)
 
 
 @dataclass(frozen=True)
@@ -123,103 +135,43 @@ def check_workload(
     raw: Any, table_names: Sequence[str], region_names: Sequence[str], replica_names: Sequence[str] | None = None
 ) -> list[tuple[str, str]]:
     """Every problem of a `workload:` mapping as (field path, message); empty when it is valid."""
-    problems: list[tuple[str, str]] = []
+    _, problems = check(raw, Struct(WORKLOAD), "workload")
+    if not isinstance(raw, dict):
+        return problems
 
     def bad(path: str, message: str) -> None:
-        problems.append((f"workload.{path}" if path else "workload", message))
+        problems.append((f"workload.{path}", message))
 
-    if not isinstance(raw, dict):
-        bad("", f"expected a mapping, got {type_name(raw)}")
-        return problems
-    for key in raw:
-        if key not in WORKLOAD_KEYS:
-            bad(str(key), f"unknown key; allowed keys are {', '.join(WORKLOAD_KEYS)}")
-    if "table" not in raw:
-        bad("table", "is required (the name of a table declared in tables)")
-    elif not isinstance(raw["table"], str) or not raw["table"]:
-        bad("table", f"expected a table name, got {type_name(raw['table'])}")
-    elif raw["table"] not in table_names:
+    failed = {path for path, _ in problems}
+    replicas = list(replica_names if replica_names is not None else region_names)
+    if "workload.table" not in failed and raw["table"] not in table_names:
         declared = ", ".join(table_names) if table_names else "none"
         bad("table", f"no table {raw['table']!r} in tables; declared tables: {declared}")
-
-    def number(key: str, *, integer: bool = False, minimum: float = 0, positive: bool = False, maximum=None) -> None:
-        if key not in raw:
-            return
-        value = raw[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            bad(key, f"expected {'an integer' if integer else 'a number'}, got {type_name(value)}")
-            return
-        if integer and not isinstance(value, int):
-            bad(key, f"expected an integer, got {value}")
-        elif positive and value <= 0:
-            bad(key, f"must be greater than 0, got {value}")
-        elif value < minimum:
-            bad(key, f"must be at least {minimum}, got {value}")
-        elif maximum is not None and value > maximum:
-            bad(key, f"must be at most {maximum}, got {value}")
-
-    number("duration_s", positive=True)
-    number("warmup_s")
-    number("rate_per_region", positive=True)
-    number("clients_per_region", integer=True, positive=True)
-    number("keys", integer=True, positive=True)
-    number("zipf_s", positive=True)
-    number("hot_fraction", positive=True, maximum=1)
-    number("item_bytes", integer=True, maximum=MAX_ITEM_BYTES)
-    number("timeout_s", positive=True)
-    number("lag_probe_interval_s")
-    number("quiesce_timeout_s", positive=True)
     distribution = raw.get("distribution", "uniform")
-    if not isinstance(distribution, str) or distribution not in DISTRIBUTIONS:
-        shown = repr(distribution) if isinstance(distribution, str) else type_name(distribution)
-        bad("distribution", f"{shown} is not allowed; use one of {', '.join(DISTRIBUTIONS)}")
-    else:
+    if "workload.distribution" not in failed:
         if "zipf_s" in raw and distribution != "zipf":
             bad("zipf_s", "only applies to distribution: zipf")
         if "hot_fraction" in raw and distribution != "hotkey":
             bad("hot_fraction", "only applies to distribution: hotkey")
-    if "mix" in raw:
-        mix = raw["mix"]
-        if not isinstance(mix, dict) or not mix:
-            bad(
-                "mix",
-                f"expected a mapping of operation to weight, got {type_name(mix) if mix != {} else 'an empty mapping'}",
-            )
-        else:
-            for name, weight in mix.items():
-                if name not in OPERATIONS:
-                    bad(f"mix.{name}", f"unknown operation; allowed: {', '.join(OPERATIONS)}")
-                elif isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-                    bad(f"mix.{name}", f"expected a weight (a number), got {type_name(weight)}")
-                elif weight < 0:
-                    bad(f"mix.{name}", f"must be at least 0, got {weight}")
-            if "append" in mix:
-                others = sorted(set(mix) - set(LIST_APPEND_OPERATIONS) & set(OPERATIONS))
-                if others:
-                    bad("mix.append", f"a list-append workload takes only {', '.join(LIST_APPEND_OPERATIONS)}; "
-                                      f"remove {', '.join(others)} (they would replace the lists)")  # fmt: skip
-            weights = [w for w in mix.values() if isinstance(w, (int, float)) and not isinstance(w, bool)]
-            if weights and all(w >= 0 for w in weights) and sum(weights) <= 0:
-                bad("mix", "the weights add up to 0; give at least one operation a positive weight")
-    if "regions" in raw:
-        regions = raw["regions"]
-        allowed = list(replica_names if replica_names is not None else region_names)
-        if not isinstance(regions, list) or not regions:
-            bad("regions", f"expected a non-empty list of region names, got {type_name(regions)}")
-        else:
-            for index, name in enumerate(regions):
-                if name not in allowed:
-                    bad(f"regions[{index}]", f"{name!r} is not a replica of this topology; use {', '.join(allowed)}")
-    mode = raw.get("write_mode", "any")
-    if not isinstance(mode, str) or mode not in WRITE_MODES:
-        shown = repr(mode) if isinstance(mode, str) else type_name(mode)
-        bad("write_mode", f"{shown} is not allowed; use one of {', '.join(WRITE_MODES)}")
+    mix = raw.get("mix")
+    if isinstance(mix, dict) and mix:
+        if "append" in mix:
+            others = sorted(set(mix) - set(LIST_APPEND_OPERATIONS) & set(OPERATIONS))
+            if others:
+                bad("mix.append", f"a list-append workload takes only {', '.join(LIST_APPEND_OPERATIONS)}; "
+                                  f"remove {', '.join(others)} (they would replace the lists)")  # fmt: skip
+        weights = [w for w in mix.values() if isinstance(w, (int, float)) and not isinstance(w, bool)]
+        if weights and all(w >= 0 for w in weights) and sum(weights) <= 0:
+            bad("mix", "the weights add up to 0; give at least one operation a positive weight")
+    if "workload.regions" not in failed and "regions" in raw:
+        for index, name in enumerate(raw["regions"]):
+            if name not in replicas:
+                bad(f"regions[{index}]", f"{name!r} is not a replica of this topology; use {', '.join(replicas)}")
     if "write_region" in raw:
-        allowed = list(replica_names if replica_names is not None else region_names)
-        if mode != "single":
+        if raw.get("write_mode", "any") != "single":
             bad("write_region", "only applies to write_mode: single")
-        elif raw["write_region"] not in allowed:
-            bad("write_region", f"{raw['write_region']!r} is not a replica of this topology; use {', '.join(allowed)}")
+        elif raw["write_region"] not in replicas:
+            bad("write_region", f"{raw['write_region']!r} is not a replica of this topology; use {', '.join(replicas)}")
     return problems
 
 
