@@ -38,32 +38,79 @@ extends `faults` with more kinds; each key is one fault kind.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Collection
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from ..replication.mrsc.node import PLANTED_BUGS
+from ..runtime.link import settings_field
+from ..runtime.specs import Bool, Choice, Field, Invalid, ListOf, MapOf, Number, Struct, Value, check_members, render
 from .control_steps import json_response
 from .http_transport import LinkDelay
-from ..runtime.link import LinkSettings
 from .replication_host import ReplicationHost
-
-FAULT_KEYS = ("heal", "grudges", "latency", "clock_offset_ms", "links", "clock", "planted", "held_replication")
-CLOCK_KEYS = ("drift_ppm", "bump_ms", "strobe")
 
 
 class BadRequest(ValueError):
     pass
 
 
-def _number(value: Any, what: str, minimum: float | None = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise BadRequest(f"{what}: expected a number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise BadRequest(f"{what}: must be at least {minimum}, got {value!r}")
-    return float(value)
+def _url(value: Any) -> Any:
+    if value is not None and (not isinstance(value, str) or not value.startswith(("http://", "https://"))):
+        raise Invalid(f"expected an http:// URL, got {value!r}")
+    return value
+
+
+def fault_spec(peers: Collection[str]) -> dict[str, Field]:
+    """The body of POST /control/faults (the module docstring), for a region whose peers are `peers`."""
+
+    def known(name: Any) -> str:
+        if name not in peers:
+            raise Invalid(f"unknown region {name!r}; peers are {', '.join(sorted(peers))}")
+        return name
+
+    peer = Value(known)
+    delay = Struct(
+        {"latency_ms": Number(minimum=0, default=0.0, parse=float), "jitter_ms": Number(minimum=0, default=0.0, parse=float)},
+        noun="field", nullable=True, parse=lambda fields: LinkDelay(fields["latency_ms"], fields["jitter_ms"]),
+    )  # fmt: skip
+    strobe = Struct(
+        {"delta_ms": Number(required=True, parse=float), "period_ms": Number(positive=True, required=True, parse=float)},
+        noun="field", nullable=True, parse=lambda fields: (fields["delta_ms"], fields["period_ms"]),
+    )  # fmt: skip
+    clock = {"drift_ppm": Number(parse=float), "bump_ms": Number(parse=float), "strobe": strobe}
+    return {
+        "heal": Bool(default=False),
+        "grudges": ListOf(peer, expected="a list of region names"),
+        "latency": MapOf(delay, key=peer, expected="a mapping of region name to {latency_ms, jitter_ms} or null"),
+        "clock_offset_ms": Number(nullable=True, parse=float),
+        "links": MapOf(settings_field(nullable=True), key=peer,
+                       expected="a mapping of region name to link fault fields or null"),  # fmt: skip
+        "clock": Struct(clock, noun="field", default={}),
+        "planted": ListOf(Choice(PLANTED_BUGS), expected=f"a list of some of {', '.join(PLANTED_BUGS)}"),
+        "held_replication": MapOf(ListOf(peer, expected="a list of region names"),
+                                  expected="a mapping of table name to a list of region names"),  # fmt: skip
+    }
+
+
+def peers_spec(peers: Collection[str]) -> dict[str, Field]:
+    """The body of POST /control/peers: {"endpoints": {"<region>": "http://host:port" | null}}."""
+
+    def known(name: Any) -> str:
+        if name not in peers:
+            raise Invalid(f"unknown region {name!r}; peers are {', '.join(sorted(peers))}")
+        return name
+
+    return {"endpoints": MapOf(Value(_url), key=Value(known), required=True)}
+
+
+def checked(body: dict, spec: dict[str, Field], noun: str = "field") -> dict[str, Any]:
+    """The body parsed by `spec`; BadRequest naming every bad field otherwise (validated before anything changes)."""
+    parsed, problems = check_members(body, spec, noun=noun)
+    if problems:
+        raise BadRequest("; ".join(render(problems)))
+    return parsed
 
 
 def routes(host: ReplicationHost) -> list[web.RouteDef]:
@@ -91,98 +138,33 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             raise BadRequest("the body must be a JSON object")
         return body
 
-    def peer(name: Any, what: str) -> str:
-        if name not in peers:
-            raise BadRequest(f"{what}: unknown region {name!r}; peers are {', '.join(sorted(peers))}")
-        return name
+    faults_spec = fault_spec(peers)
+    endpoints_spec = peers_spec(peers)
 
     async def status(_request: web.Request) -> web.Response:
         return json_response({**host.status(), "supervisor_url": getattr(host, "supervisor_url", None)})
 
     async def faults(request: web.Request) -> web.Response:
         body = await read_object(request)
-        unknown = sorted(set(body) - set(FAULT_KEYS))
-        if unknown:
-            raise BadRequest(f"unknown fault kind(s) {', '.join(unknown)}; use {', '.join(FAULT_KEYS)}")
-        # Validate everything before changing anything.
-        heal = body.get("heal", False)
-        if not isinstance(heal, bool):
-            raise BadRequest("heal: expected true or false")
-        grudges = None
-        if "grudges" in body:
-            if not isinstance(body["grudges"], list):
-                raise BadRequest("grudges: expected a list of region names")
-            grudges = [peer(name, "grudges") for name in body["grudges"]]
-        latency: dict[str, LinkDelay | None] = {}
-        if "latency" in body:
-            if not isinstance(body["latency"], dict):
-                raise BadRequest("latency: expected a mapping of region name to {latency_ms, jitter_ms} or null")
-            for name, setting in body["latency"].items():
-                peer(name, "latency")
-                if setting is None:
-                    latency[name] = None
-                    continue
-                if not isinstance(setting, dict) or set(setting) - {"latency_ms", "jitter_ms"}:
-                    raise BadRequest(f"latency.{name}: expected {{latency_ms, jitter_ms}}")
-                latency[name] = LinkDelay(
-                    _number(setting.get("latency_ms", 0), f"latency.{name}.latency_ms"),
-                    _number(setting.get("jitter_ms", 0), f"latency.{name}.jitter_ms"),
-                )
-        offset = None
-        if body.get("clock_offset_ms") is not None:
-            offset = _number(body["clock_offset_ms"], "clock_offset_ms", minimum=None)
-        link_faults: dict[str, LinkSettings | None] = {}
-        if "links" in body:
-            if not isinstance(body["links"], dict):
-                raise BadRequest("links: expected a mapping of region name to link fault fields or null")
-            for name, setting in body["links"].items():
-                peer(name, "links")
-                if setting is not None and not isinstance(setting, dict):
-                    raise BadRequest(f"links.{name}: expected an object of link fault fields or null")
-                try:
-                    link_faults[name] = None if setting is None else LinkSettings.from_dict(setting, f"links.{name}")
-                except ValueError as error:
-                    raise BadRequest(str(error)) from None
-        clock = body.get("clock", {})
-        if not isinstance(clock, dict) or set(clock) - set(CLOCK_KEYS):
-            raise BadRequest(f"clock: expected an object with some of {', '.join(CLOCK_KEYS)}")
-        drift = _number(clock["drift_ppm"], "clock.drift_ppm", minimum=None) if "drift_ppm" in clock else None
-        bump = _number(clock["bump_ms"], "clock.bump_ms", minimum=None) if "bump_ms" in clock else None
-        strobe = clock.get("strobe")
-        if strobe is not None:
-            if not isinstance(strobe, dict) or set(strobe) != {"delta_ms", "period_ms"}:
-                raise BadRequest("clock.strobe: expected {delta_ms, period_ms} or null")
-            strobe = (
-                _number(strobe["delta_ms"], "clock.strobe.delta_ms", minimum=None),
-                _number(strobe["period_ms"], "clock.strobe.period_ms"),
-            )
-            if strobe[1] <= 0:
-                raise BadRequest("clock.strobe.period_ms: must be positive")
-        planted = None
-        if "planted" in body:
-            planted = body["planted"]
-            node = getattr(host, "node", None)
-            if not hasattr(node, "planted"):
-                raise BadRequest("planted: only a strong-mode (MRSC) region takes planted bugs")
-            if not isinstance(planted, list) or any(bug not in PLANTED_BUGS for bug in planted):
-                raise BadRequest(f"planted: expected a list of some of {', '.join(PLANTED_BUGS)}")
-        held = None
-        if "held_replication" in body:
-            raw = body["held_replication"]
-            node = getattr(host, "node", None)
+        parsed = checked(body, faults_spec, noun="fault kind")
+        # What the host must be able to do, and what only the moment knows (the global tables), after the shape.
+        node = getattr(host, "node", None)
+        if "planted" in body and not hasattr(node, "planted"):
+            raise BadRequest("planted: only a strong-mode (MRSC) region takes planted bugs")
+        held = parsed.get("held_replication")
+        if held is not None:
             if node is None or not hasattr(node, "hold"):
                 raise BadRequest("held_replication: this region does not replicate asynchronously (MREC only)")
-            if not isinstance(raw, dict):
-                raise BadRequest("held_replication: expected a mapping of table name to a list of region names")
             tables = set(host.engine.replica.global_tables())
-            held = {}
-            for table, names in raw.items():
+            for table in held:
                 if table not in tables:
                     raise BadRequest(f"held_replication: {table!r} is not a global table here; "
                                      f"global tables: {', '.join(sorted(tables)) or 'none'}")  # fmt: skip
-                if not isinstance(names, list):
-                    raise BadRequest(f"held_replication.{table}: expected a list of region names")
-                held[table] = frozenset(peer(name, f"held_replication.{table}") for name in names)
+            held = {table: frozenset(names) for table, names in held.items()}
+        heal, grudges, planted = parsed["heal"], parsed.get("grudges"), parsed.get("planted")
+        latency, link_faults = parsed.get("latency", {}), parsed.get("links", {})
+        offset, clock = parsed.get("clock_offset_ms"), parsed["clock"]
+        drift, bump, strobe = clock.get("drift_ppm"), clock.get("bump_ms"), clock.get("strobe")
         if heal:
             host.heal()
         if planted is not None:
@@ -217,14 +199,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
 
     async def set_peers(request: web.Request) -> web.Response:
         body = await read_object(request)
-        endpoints = body.get("endpoints")
-        if not isinstance(endpoints, dict) or set(body) != {"endpoints"}:
-            raise BadRequest('expected {"endpoints": {"<region>": "http://host:port", ...}}')
-        for name, url in endpoints.items():
-            peer(name, "endpoints")
-            if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
-                raise BadRequest(f"endpoints.{name}: expected an http:// URL, got {url!r}")
-        host.set_endpoints(endpoints)
+        host.set_endpoints(checked(body, endpoints_spec)["endpoints"])
         return json_response({"ok": True})
 
     async def metrics(_request: web.Request) -> web.Response:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Protocol
 
-from .specs import Bool, Choice, Field, Number, Probability, Problem, check_members, render
+from .specs import Bool, Choice, Field, Invalid, Number, Probability, Problem, Struct, check_members, render
 
 DISTRIBUTIONS = ("constant", "uniform", "normal", "exponential", "pareto")
 
@@ -85,20 +85,24 @@ class LinkSettings:
         if problems:
             raise ValueError("; ".join(render(problems)))
 
-    @classmethod
-    def from_dict(cls, fields: dict[str, Any], what: str = "link", allowed: tuple[str, ...] = FAULT_FIELDS) -> LinkSettings:
-        """Settings from a document's fields (by default a link fault's: no delay, no fifo); ValueError naming
-        `what` and the field otherwise."""
-        problems = problems_of(fields, what, allowed)
-        if problems:
-            raise ValueError("; ".join(render(problems)))
-        return cls(**fields)
-
     def replace(self, **changes: Any) -> LinkSettings:
         return dataclasses.replace(self, **changes)
 
     def fault_fields(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FAULT_FIELDS}
+
+
+def settings_field(allowed: tuple[str, ...] = FAULT_FIELDS, **kw: Any) -> Field:
+    """A document field holding link settings — by default a link fault's fields, no delay and no fifo — parsed to
+    `LinkSettings` (the rules joining fields, such as a bursty loss of 1, included)."""
+
+    def parse(fields: dict[str, Any]) -> LinkSettings:
+        try:
+            return LinkSettings(**fields)
+        except ValueError as error:
+            raise Invalid(str(error)) from None
+
+    return Struct({name: FIELDS[name] for name in allowed}, noun="field", parse=parse, **kw)
 
 
 def sample_extra_ms(settings: LinkSettings, rng: RandomSource, jitter_ms: float | None = None) -> float:

@@ -162,7 +162,8 @@ def _check(value: Any, f: Field, path: str, problems: list[Problem]) -> Any:
         return None
     if not _kind_ok(value, f.kind):
         wanted = f.expected or _EXPECTED[f.kind]
-        got = shown(value) if f.kind == "integer" and isinstance(value, float) and math.isfinite(value) else type_name(value)
+        # A float where an integer (or a finite number) was wanted is shown as written: "got 1.5", "got nan".
+        got = shown(value) if f.kind in ("integer", "number") and isinstance(value, float) else type_name(value)
         problems.append((path, f"expected {wanted}, got {got}"))
         return None
     if f.choices is not None and value not in f.choices:
@@ -185,6 +186,7 @@ def _check(value: Any, f: Field, path: str, problems: list[Problem]) -> Any:
     if f.length is not None and len(value) != f.length:
         problems.append((path, f"expected {f.expected or f'{f.length} elements'}, got a list of {len(value)}"))
         return None
+    reported = len(problems)
     if f.kind == "structure" and f.members is not None:
         value = _members(value, f.members, path, f.noun, problems)
     elif f.kind == "list" and f.item is not None:
@@ -193,12 +195,12 @@ def _check(value: Any, f: Field, path: str, problems: list[Problem]) -> Any:
         parsed = {}
         for name, element in value.items():
             where = _join(path, name)
-            reported = len(problems)
+            before = len(problems)
             key = _check(name, f.key, where, problems) if f.key is not None else name
-            if len(problems) == reported:  # a value under a bad key is moot
+            if len(problems) == before:  # a value under a bad key is moot
                 parsed[key] = _check(element, f.item, where, problems) if f.item is not None else element
         value = parsed
-    if f.parse is not None:
+    if f.parse is not None and len(problems) == reported:  # a value with a bad part is not parsed whole
         try:
             return f.parse(value)
         except Invalid as error:
