@@ -9,8 +9,8 @@ import pytest
 from globaltables.chaos import grudges as G
 from globaltables.chaos.faults import FaultError, build, parse_duration
 from globaltables.region.link_faults import LinkFaultState
-from globaltables.runtime.link import LinkSettings
 from globaltables.region.skewed_clock import SkewedClock
+from globaltables.runtime.link import LinkSettings
 
 REGIONS = ("a-x-1", "b-x-1", "c-x-1", "d-x-1", "e-x-1")
 

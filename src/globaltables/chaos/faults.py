@@ -194,11 +194,6 @@ class Fault:
             changes = {"stalled": True}
         return {pair: dict(changes) for pair in self.directions()}
 
-    def clock_changes(self) -> dict[str, dict[str, Any]]:
-        if self.verb not in CLOCK_VERBS:
-            return {}
-        return {self.regions[0]: dict(self.params)}
-
     def held_replication(self, all_regions: Sequence[str]) -> dict[str, dict[str, set[str]]]:
         """pause-replication: {region: {table: peers it does not ship the table to}}. With a region, that replica's
         replication both ways; without, every link of the table."""

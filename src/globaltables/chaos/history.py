@@ -43,7 +43,6 @@ import orjson
 
 from ..runtime.clock import Clock
 
-SCHEMA_VERSION = 1
 FIELDS = (
     "index", "type", "process", "region", "f", "table", "key", "value", "version", "error", "mono", "wall", "condition",
 )  # fmt: skip
@@ -78,12 +77,6 @@ DEFINITE_ERRORS = frozenset(
 def completion_type_for_error(error_type: str) -> str:
     """fail for errors that prove the request had no effect, info for every other (possibly applied) one."""
     return FAIL if error_type in DEFINITE_ERRORS else INFO
-
-
-def completion_type_for_batch_error(error_type: str) -> str:
-    """A BatchWriteItem answered with ReplicatedWriteConflictException may have applied some of its requests
-    info for each of them; any other error as for a single request."""
-    return INFO if error_type == "ReplicatedWriteConflictException" else completion_type_for_error(error_type)
 
 
 def key_id(key: Any) -> str:

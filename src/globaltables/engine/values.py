@@ -40,7 +40,6 @@ NUMBER_OVERFLOW = "Number overflow. Attempting to store a number with magnitude 
 SCALAR_TYPES = frozenset({"S", "N", "B"})
 SET_TYPES = frozenset({"SS", "NS", "BS"})
 ALL_TYPES = frozenset({"S", "N", "B", "BOOL", "NULL", "M", "L", "SS", "NS", "BS"})
-SET_ELEMENT_TYPE = {"SS": "S", "NS": "N", "BS": "B"}
 _SET_NAMES = {"SS": "string", "NS": "number", "BS": "binary"}
 
 # Arithmetic context wide enough that adding two legal numbers is exact before the range check.
@@ -122,11 +121,6 @@ def normalize_number(text: Any) -> str:
     if type(text) is str and len(text) <= MAX_DIGITS and text != "-0" and _CANONICAL_NUMBER.fullmatch(text):
         return text
     return format_number(parse_number(text))
-
-
-def number_value(value: dict) -> Decimal:
-    """The Decimal of an already normalised {"N": ...} value."""
-    return Decimal(value["N"])
 
 
 # ----------------------------------------------------------------------------------------------------------- binary
@@ -292,10 +286,6 @@ def compare_scalars(a: dict, b: dict) -> int | None:
         # Python compares str by code point, which is the order of their UTF-8 bytes.
         x, y = va, vb
     return (x > y) - (x < y)
-
-
-def value_type(value: dict) -> str:
-    return next(iter(value))
 
 
 # ------------------------------------------------------------------------------------------------------------ size

@@ -25,7 +25,7 @@ from typing import Any
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.result import exit_status
 from ..chaos.controller import Controller
-from ..chaos.faults import FaultError, build, parse_duration
+from ..chaos.faults import FaultError, build
 from ..chaos.history import History, key_id
 from ..chaos.region_refs import expand_step
 from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
@@ -289,7 +289,3 @@ def run_check(topology_path: Path, data_dir: Path | None, timeout_s: float = QUI
     print(f"quiescent after {waited:.2f} s")
     print(result)
     return exit_status([result])
-
-
-def parse_seconds(text: str) -> float:
-    return parse_duration(text, "timeout")

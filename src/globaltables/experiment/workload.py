@@ -66,8 +66,12 @@ def _operation(name: object) -> object:
 # The fields of `workload:` (the module docstring's schema); the rules that join fields or need the topology are
 # in check_workload.
 WORKLOAD: dict[str, Field] = {
-    "table": Str(required=True, non_empty=True, missing="is required (the name of a table declared in tables)",
-                 expected="a table name"),  # fmt: skip
+    "table": Str(
+        required=True,
+        non_empty=True,
+        missing="is required (the name of a table declared in tables)",
+        expected="a table name",
+    ),
     "duration_s": Number(positive=True),
     "warmup_s": Number(minimum=0),
     "rate_per_region": Number(positive=True),
@@ -77,8 +81,12 @@ WORKLOAD: dict[str, Field] = {
     "zipf_s": Number(positive=True),
     "hot_fraction": Number(positive=True, maximum=1),
     "item_bytes": Integer(minimum=0, maximum=MAX_ITEM_BYTES),
-    "mix": MapOf(Number(minimum=0, expected="a weight (a number)"), key=Value(_operation), non_empty=True,
-                 expected="a mapping of operation to weight"),  # fmt: skip
+    "mix": MapOf(
+        Number(minimum=0, expected="a weight (a number)"),
+        key=Value(_operation),
+        non_empty=True,
+        expected="a mapping of operation to weight",
+    ),
     "regions": ListOf(Field(), non_empty=True, expected="a non-empty list of region names"),
     "write_mode": Choice(WRITE_MODES),
     "write_region": Field(),
@@ -86,7 +94,6 @@ WORKLOAD: dict[str, Field] = {
     "lag_probe_interval_s": Number(minimum=0),
     "quiesce_timeout_s": Number(positive=True),
 }
-WORKLOAD_KEYS = tuple(WORKLOAD)
 
 
 @dataclass(frozen=True)

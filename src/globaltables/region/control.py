@@ -85,12 +85,15 @@ def fault_spec(peers: Collection[str]) -> dict[str, Field]:
         "grudges": ListOf(peer, expected="a list of region names"),
         "latency": MapOf(delay, key=peer, expected="a mapping of region name to {latency_ms, jitter_ms} or null"),
         "clock_offset_ms": Number(nullable=True, parse=float),
-        "links": MapOf(settings_field(nullable=True), key=peer,
-                       expected="a mapping of region name to link fault fields or null"),  # fmt: skip
+        "links": MapOf(
+            settings_field(nullable=True), key=peer, expected="a mapping of region name to link fault fields or null"
+        ),
         "clock": Struct(clock, noun="field", default={}),
         "planted": ListOf(Choice(PLANTED_BUGS), expected=f"a list of some of {', '.join(PLANTED_BUGS)}"),
-        "held_replication": MapOf(ListOf(peer, expected="a list of region names"),
-                                  expected="a mapping of table name to a list of region names"),  # fmt: skip
+        "held_replication": MapOf(
+            ListOf(peer, expected="a list of region names"),
+            expected="a mapping of table name to a list of region names",
+        ),
     }
 
 

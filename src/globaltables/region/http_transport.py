@@ -53,8 +53,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from ..runtime.transport import Envelope, ReceiveHandler
 from ..runtime.link import LinkSettings
+from ..runtime.transport import Envelope, ReceiveHandler
 from .link_faults import NO_FAULT, LinkFaultState
 
 log = logging.getLogger("globaltables.replication.transport")
@@ -87,9 +87,6 @@ class LinkDelay:
 
     latency_ms: float = 0.0
     jitter_ms: float = 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        return {"latency_ms": self.latency_ms, "jitter_ms": self.jitter_ms}
 
 
 # ------------------------------------------------------------------------------------------------ the codec

@@ -64,7 +64,6 @@ TERMINATOR = "aws4_request"
 ALGORITHM = "AWS4-HMAC-SHA256"
 SIGNING_WINDOW_S = 5 * 60
 MAX_PRESIGNED_EXPIRES_S = 7 * 24 * 3600
-TIMESTAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 
 INVALID_TOKEN = "The security token included in the request is invalid."
 SIGNATURE_MISMATCH = (

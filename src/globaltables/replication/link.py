@@ -36,10 +36,6 @@ ACTIVE = "active"
 FAILED = "failed"
 
 
-class LogTrimmedError(RuntimeError):
-    """The peer needs positions the origin's log no longer holds."""
-
-
 class ReplicationLink:
     __slots__ = (
         "_batches", "_in_flight", "_port", "_probing", "_progress_at", "_retries", "acked", "config", "epoch", "error",

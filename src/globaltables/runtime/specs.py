@@ -111,7 +111,14 @@ def type_name(value: Any) -> str:
     """How a message names the kind of a wrong value ("a string", "null", ...)."""
     if value is None:
         return "null"
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+    names = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a mapping",
+    }
     return names.get(type(value), type(value).__name__)
 
 

@@ -61,9 +61,6 @@ class Scheduler:
         heapq.heappush(heap, entry)
         return entry
 
-    def call_later_us(self, delay_us: int, callback: Callable[..., Any], *args: Any) -> list[Any]:
-        return self.call_at_us(self.now_us + delay_us, callback, *args)
-
     def call_at(self, when: float, callback: Callable[..., Any], *args: Any) -> list[Any]:
         return self.call_at_us(to_us(when), callback, *args)
 

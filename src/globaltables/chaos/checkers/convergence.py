@@ -103,9 +103,3 @@ def check_convergence(
     else:
         detail = f"{len(tables)} tables identical in {len(regions)} regions ({buckets} ranges each)"
     return CheckResult(NAME, not offending, detail, offending)
-
-
-def time_to_convergence(history: History, converged_mono: float) -> float | None:
-    """Seconds from the last heal recorded in the history to `converged_mono` (same recorder clock)."""
-    heals = [op.mono for op in history.faults() if op.f == "heal" and op.mono is not None]
-    return None if not heals else max(0.0, converged_mono - heals[-1])
