@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime.rng import Rng
-from .topology import type_name
+from ..topology.load import type_name
 
 OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete", "append")
 WRITE_OPERATIONS = frozenset({"put", "update", "conditional_update", "delete", "append"})

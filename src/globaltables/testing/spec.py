@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from ..experiment.topology import Topology, load_topology, parse_topology
+from ..experiment.topology import load_topology, parse_topology
+from ..topology.model import Topology
 
 # Three MREC regions with realistic one-way delays and one table, `Orders`, keyed by (customerId, sk).
 # The table of the default topology, and of most examples: a customer's orders, one item per (customerId, sk).
