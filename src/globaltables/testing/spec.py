@@ -1,5 +1,5 @@
 """Where a kit topology comes from: a YAML file, an inline dict (the same schema), a loaded Topology, or nothing
-(the default three-region MREC topology below). Bad input fails with experiment.topology's messages, which name
+(the default three-region MREC topology below). Bad input fails with the topology loader's messages, which name
 the file (or `<inline topology>`) and the field."""
 
 from __future__ import annotations
