@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import networkx as nx
 
+from .credentials import AccessKey
+
 Mode = Literal["mrec", "mrsc"]
 Role = Literal["replica", "witness"]
 ConflictClock = Literal["hlc", "wall"]
@@ -105,8 +107,8 @@ class Topology:
     ttl_sweep_interval_s: float = DEFAULT_TTL_SWEEP_INTERVAL_S
     max_clock_offset_ms: float = DEFAULT_MAX_CLOCK_OFFSET_MS
     secret_file: Path | None = None  # resolved against the topology file's folder
-    # Access key id -> credentials.AccessKey (its repr hides the secret); None: signatures are not verified.
-    credentials: Mapping[str, Any] | None = field(default=None, compare=False)
+    # Access key id -> its AccessKey (whose repr hides the secret); None: signatures are not verified.
+    credentials: Mapping[str, AccessKey] | None = field(default=None, compare=False)
     workload: Mapping[str, Any] | None = None  # experiment/workload.py checks it; parse_workload() reads it
     source: Path | None = None  # the file it came from
     warnings: tuple[str, ...] = field(default=(), compare=False)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from .credentials import AccessKey
 from .model import ConflictClock, Link, Mode, Region, Role, TableSpec, Topology
 from .secret import secret_from
 
@@ -40,7 +40,7 @@ class RegionPlan:
     max_clock_offset_ms: float
     ttl_sweep_interval_s: float
     secret_file: Path | None  # None: the secret comes from $GLOBALTABLES_SECRET (secret.py)
-    credentials: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    credentials: Mapping[str, AccessKey] | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:

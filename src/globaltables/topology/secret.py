@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 SECRET_ENV = "GLOBALTABLES_SECRET"
 
@@ -30,7 +31,7 @@ def secret_from(secret_file: Path | None) -> str | None:
     return None
 
 
-def topology_secret(topology, secret_file: Path | None = None) -> str | None:
+def topology_secret(topology: Any, secret_file: Path | None = None) -> str | None:
     """The shared secret of `topology` (a model.Topology or plan.RegionPlan): `secret_file` if given, else the
     topology's secret_file, else $GLOBALTABLES_SECRET (see `secret_from`)."""
     return secret_from(secret_file or topology.secret_file)
