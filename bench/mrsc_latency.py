@@ -8,7 +8,7 @@ us-east-1, then as many strongly consistent and eventually consistent GetItems f
 Expected: MRSC write p50 between 60 and 65 ms (one round trip to the nearest other member, 2 x 30 ms, plus
 the local work), strong reads about one round trip, eventual reads and MREC writes local (under 5 ms p50).
 
-Usage: python bench/mrsc_latency.py [--count N] [--latency-ms MS]
+Usage: python bench/mrsc_latency.py [--count N] [--latency-ms MS] [--baseline-rev REV [--baseline-rounds N]]
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import _baseline
 import boto3
 from botocore.config import Config
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
 REGIONS = ("us-east-1", "us-east-2", "us-west-2")
 
 
@@ -52,7 +51,7 @@ tables:
 def start(workdir: Path, text: str) -> tuple[subprocess.Popen, dict[str, str]]:
     path = workdir / "topology.yaml"
     path.write_text(text)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=_baseline.child_pythonpath())  # the package under test (_baseline.py)
     out = workdir / "up.stdout"
     with open(out, "wb") as stdout, open(workdir / "up.stderr", "wb") as stderr:
         process = subprocess.Popen(
@@ -117,7 +116,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--latency-ms", type=float, default=30.0)
+    _baseline.add_arguments(parser)
     args = parser.parse_args()
+    compared = _baseline.baseline_requested(args, __file__)
+    if compared is not None:
+        return compared
     results = {mode: measure(mode, args.count, args.latency_ms) for mode in ("mrsc", "mrec")}
     rtt = 2 * args.latency_ms
     print(f"links {args.latency_ms:g} ms one way (round trip {rtt:g} ms), {args.count} operations each, p50 in ms")
@@ -125,6 +128,7 @@ def main() -> int:
     for mode, numbers in results.items():
         print(f"{mode:8} {numbers['write']:8.1f} {numbers['strong_read']:12.1f} {numbers['eventual_read']:14.1f}")
     print(json.dumps({"latency_ms": args.latency_ms, **results}))
+    _baseline.report({f"{mode} {name} p50 ms": value for mode, numbers in results.items() for name, value in numbers.items()})
     return 0
 
 

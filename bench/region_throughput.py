@@ -17,6 +17,7 @@ request, request bytes pre-framed): boto3 spends about 0.5 ms of CPU per call an
 Requests carry a fixed, syntactically complete SigV4 Authorization header; nobody here verifies signatures.
 
 Usage: python bench/region_throughput.py [--quick] [--duration S] [--items N] [--targets trivial,region,...]
+       [--baseline-rev REV [--baseline-rounds N]]   (bench/_baseline.py: the same run against a checkout of REV)
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _baseline
 import orjson
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
 TABLE = "bench"
 CONCURRENCY = 16
 PARTITION_ITEMS = 10
@@ -201,7 +202,7 @@ class Server:
 
     def start(self) -> None:
         log = open(self.workdir / f"{self.name}.log", "wb")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")])))
+        env = dict(os.environ, PYTHONPATH=_baseline.child_pythonpath())  # the package under test (_baseline.py)
         self.process = subprocess.Popen(
             self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=pin_to_server_core, env=env, cwd=self.workdir,
@@ -634,7 +635,21 @@ async def run(args) -> int:
     print_ratios(results)
     print_memory(memory, args.million)
     print_targets(results, memory, args.million)
+    _baseline.report(numbers(results, memory))
     return 0
+
+
+def numbers(results: dict[str, list[PhaseResult]], memory: list[MemoryResult]) -> dict[str, float]:
+    """The figures a `--baseline-rev` comparison puts side by side (bench/_baseline.py)."""
+    found: dict[str, float] = {}
+    for target, phases in results.items():
+        for r in phases:
+            found[f"{target} {r.operation} ops/s"] = r.ops_per_s
+            found[f"{target} {r.operation} ops/cpu-s"] = r.ops_per_cpu_s
+            found[f"{target} {r.operation} p99 ms"] = r.percentile_ms(0.99)
+    for m in memory:
+        found[f"{m.target} rss bytes/item"] = m.per_item
+    return found
 
 
 def main() -> int:
@@ -646,7 +661,11 @@ def main() -> int:
                         "--quick 50,000; 0 skips it)")
     parser.add_argument("--targets", default="trivial,region-mem,region-disk,moto",
                         help="comma-separated: trivial, region-mem, region-disk, moto (default all)")
+    _baseline.add_arguments(parser)
     args = parser.parse_args()
+    compared = _baseline.baseline_requested(args, __file__)
+    if compared is not None:
+        return compared
     args.million = 1_000_000
     args.duration = args.duration if args.duration is not None else (1.0 if args.quick else 5.0)
     args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 1.0)

@@ -13,7 +13,7 @@ ap-southeast-1, every link 40 ms one way, no jitter, one table):
     sender's retransmit backoff, up to retransmit_after x max_backoff = 2 s) and the drain rate from the first
     progress until eu-west-1 holds everything. Ceiling the topology allows: lanes x window / RTT records/s.
 
-Usage: python bench/replication.py [--duration S] [--backlog N] [--rate W]
+Usage: python bench/replication.py [--duration S] [--backlog N] [--rate W] [--baseline-rev REV [--baseline-rounds N]]
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "src"))
+
+import _baseline
+
+_baseline.use_source_tree()
 
 from region_throughput import Client  # noqa: E402
 
@@ -64,7 +67,7 @@ class Topology:
         self.data_dir = workdir / "state"
         self.stdout = workdir / "up.stdout"
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent / "src"), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = _baseline.child_pythonpath(env.get("PYTHONPATH"))  # the package under test
         with open(self.stdout, "wb") as out, open(workdir / "up.stderr", "wb") as err:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "globaltables.cli.main", "up", str(workdir / "topology.yaml"),
@@ -189,7 +192,11 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--backlog", type=int, default=100_000)
+    _baseline.add_arguments(parser)
     args = parser.parse_args()
+    compared = _baseline.baseline_requested(args, __file__)
+    if compared is not None:
+        return compared
     config = ReplicationConfig()
     with tempfile.TemporaryDirectory(prefix="bench-replication-") as workdir:
         topology = Topology(Path(workdir))
@@ -246,6 +253,14 @@ def main() -> int:
             print(f"   drain: {done - first_progress:.2f} s, {rate:,.0f} items/s (ceiling the topology allows: "
                   f"{config.lanes} lanes x {config.window_records} records / {2 * LINK_MS:g} ms RTT = {ceiling:,.0f}/s;"
                   f" target >= 10,000/s: {'met' if rate >= 10_000 else 'NOT met'})")  # fmt: skip
+            _baseline.report({
+                "lag p50 ms": p50,
+                "lag p99 ms": quantile_of(merged, 0.99) or float("nan"),
+                "write p50 ms": w50,
+                "write p99 ms": percentile(latencies, 0.99),
+                "heal to first progress s": first_progress - healed,
+                "drain items/s": rate,
+            })  # fmt: skip
         finally:
             topology.stop()
     return 0

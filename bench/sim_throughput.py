@@ -14,7 +14,7 @@ Reports: puts/s with the simulator's collector settings (sim/collector.py, what 
 with), the share of time in the client puts vs replication; the same run with one `Engine.handle` call per put, and
 with CPython's default collector; and the baseline of a standalone engine on the same store doing the same puts
 with no replication (the ratio says what replication costs). The target is checked on the first figure.
-Usage: python bench/sim_throughput.py [--puts N] [--batch B]
+Usage: python bench/sim_throughput.py [--puts N] [--batch B] [--baseline-rev REV [--baseline-rounds N]]
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import argparse
 import gc
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+import _baseline
+
+_baseline.use_source_tree()
 
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.memory_store import MemoryStore
@@ -97,11 +98,15 @@ def run_standalone(puts: int, batch: int) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--puts", type=int, default=60_000)
     parser.add_argument("--batch", type=int, default=500, help="client puts per virtual millisecond")
+    _baseline.add_arguments(parser)
     args = parser.parse_args()
+    compared = _baseline.baseline_requested(args, __file__)
+    if compared is not None:
+        return compared
     with simulation_collector():
         elapsed, everywhere, client_s = run_cluster(args.puts, args.batch)
         one_call_elapsed, one_call_everywhere, _ = run_cluster(args.puts, args.batch, phased=False)
@@ -118,7 +123,14 @@ def main() -> None:
     print(f"  baseline: one standalone engine, no replication: {baseline:,.0f} puts/s "
           f"(replicated/standalone = {rate / baseline:.2f}; each put is committed 3 times when replicated)")
     print(f"  target {TARGET:,} puts/s: {'met' if rate >= TARGET else 'NOT met'}")
+    _baseline.report({
+        "replicated puts/s": rate,
+        "one call per put puts/s": one_call_everywhere / one_call_elapsed,
+        "default collector puts/s": default_everywhere / default_elapsed,
+        "standalone engine puts/s": baseline,
+    })  # fmt: skip
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from globaltables.cli.main import main as cli_main
-from globaltables.experiment.topology import TopologyError, parse_topology
+from globaltables.experiment.topology import parse_topology
 from globaltables.experiment.workload import KeyChooser, OperationChooser, parse_workload
 from globaltables.runtime.rng import Rng
+from globaltables.topology.load import TopologyError
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = "topologies/w.yaml"

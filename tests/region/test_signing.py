@@ -27,16 +27,10 @@ from botocore.credentials import Credentials
 from conformance.aws_cli import run_aws_cli
 from conformance.signing_clock import signed_minutes_ago
 from conformance.tables import error_of as refused
-from globaltables.region.signing import (
-    AccessKey,
-    CredentialsError,
-    RequestSigning,
-    UnrecognizedClientException,
-    load_credentials,
-    parse_credentials,
-)
+from globaltables.region.signing import RequestSigning, UnrecognizedClientException
 from globaltables.region.wire import IncompleteSignatureException, InvalidSignatureException
 from globaltables.runtime.clock import ManualClock
+from globaltables.topology.credentials import AccessKey, CredentialsError, load_credentials, parse_credentials
 from region_process import CLIENT_CONFIG, SRC, RegionProcess, make_client
 
 KEY, SECRET = "AKIDTESTBED0001", "kJ8s0mNsecret/4ExAmPlE"

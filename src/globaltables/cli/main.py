@@ -163,7 +163,7 @@ def run_region(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    from ..region.signing import CredentialsError, load_credentials
+    from ..topology.credentials import CredentialsError, load_credentials
 
     replication = None
     credentials = None
@@ -202,15 +202,17 @@ def run_region(args: argparse.Namespace) -> int:
 def topology_region_settings(args: argparse.Namespace):
     """(the topology's Region, ReplicationSettings, the topology's TTL sweep interval, its credentials or None) for
     `region --topology`."""
-    from ..experiment.region_settings import SECRET_ENV, replication_settings, topology_secret
     from ..experiment.topology import load_topology
+    from ..region.plan_settings import replication_settings
+    from ..topology.plan import region_plan
+    from ..topology.secret import SECRET_ENV
 
     topology = load_topology(args.topology)
     try:
-        region = topology.region(args.name)
+        plan = region_plan(topology, args.name)
     except KeyError as error:
         raise ValueError(error.args[0]) from None
-    secret = topology_secret(topology, args.secret_file)
+    secret = plan.secret(args.secret_file)
     if secret is None:
         raise ValueError(
             f"a region of a topology needs the shared secret: give --secret-file, set secret_file in the topology, "
@@ -224,10 +226,8 @@ def topology_region_settings(args: argparse.Namespace):
         if name not in topology.region_names:
             raise ValueError(f"--peer {entry!r}: no region {name!r} in topology {topology.name!r}")
         endpoints[name] = url
-    settings = replication_settings(
-        topology, args.name, secret, peers_file=args.peers_file, endpoints=endpoints
-    )
-    return region, settings, topology.ttl_sweep_interval_s, topology.credentials
+    settings = replication_settings(plan, secret, peers_file=args.peers_file, endpoints=endpoints)
+    return plan.region, settings, plan.ttl_sweep_interval_s, plan.credentials
 
 
 # ----------------------------------------------------------------------------------------------------- validate

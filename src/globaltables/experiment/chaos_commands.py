@@ -30,11 +30,13 @@ from ..chaos.history import History, key_id
 from ..chaos.region_refs import expand_step
 from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
 from ..chaos.target import RegionControlTarget, TargetError
+from ..topology.load import TopologyError
+from ..topology.model import Topology
+from ..topology.secret import SecretError, topology_secret
 from .deployment import DeploymentError, attached
 from .load import signed_headers
-from .region_settings import SecretError, topology_secret
 from .supervisor import STATE_FILE, default_data_dir, lock_holder
-from .topology import Topology, TopologyError, load_topology
+from .topology import load_topology
 
 CLI_VERBS = (
     "partition", "latency", "loss", "duplicate", "reorder", "bandwidth", "stall", "skew", "crash", "restart", "pause",

@@ -38,8 +38,8 @@ from typing import Any
 
 from ..chaos.faults import LINK_VERBS, PARTITION_VERBS, TABLE_VERBS, Fault
 from ..chaos.schedule import Schedule
+from ..topology.model import Topology
 from .kubernetes import REGION_LABEL, TOPOLOGY_LABEL, dns_label
-from .topology import Topology
 
 API_VERSION = "chaos-mesh.org/v1alpha1"
 UNSUPPORTED = ("drift", "strobe")

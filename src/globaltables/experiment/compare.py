@@ -28,9 +28,11 @@ import yaml
 
 from ..chaos.checkers.result import INVALID, VALID, overall
 from ..runtime.yaml_documents import load_yaml
+from ..topology.load import TopologyError
+from ..topology.model import Topology
 from .html_report import write_compare_html
 from .runner import EXIT_CHECK_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, run_experiment
-from .topology import Topology, TopologyError, load_topology
+from .topology import load_topology
 
 VERDICT_WORDS = {"valid": "all checks passed", "invalid": "CHECKS FAILED", "unknown": "CHECKS UNDECIDED"}
 WRITE_OPS = ("put", "update", "conditional_update", "delete")

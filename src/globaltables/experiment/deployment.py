@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..region.http_transport import SECRET_HEADER
-from .region_settings import SECRET_ENV, SecretError, topology_secret
-from .topology import Topology
+from ..topology.model import Topology
+from ..topology.secret import SECRET_ENV, SecretError, topology_secret
 
 STATUS_TIMEOUT_S = 5.0
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import yaml
 
 from ..chaos.schedule import ScheduleError, load_schedule
+from ..topology.load import TopologyError
 from .chaos_mesh import export_schedule
 from .kubernetes import manifests, read_source, render
-from .topology import TopologyError, load_topology
+from .topology import load_topology
 
 
 def export_command(

@@ -28,8 +28,8 @@ import yaml
 
 import globaltables
 
-from .region_settings import SECRET_ENV
-from .topology import Topology
+from ..topology.model import Topology
+from ..topology.secret import SECRET_ENV
 
 PORT = 8000
 TOPOLOGY_DIR = "/etc/globaltables"

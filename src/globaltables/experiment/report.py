@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..chaos.checkers.result import INVALID, UNKNOWN, overall, verdict_of
+from ..topology.model import Topology
 from .proofs import proof_section
-from .topology import Topology
 
 HEADLINE = {"valid": "all checks passed", "invalid": "CHECKS FAILED", "unknown": "CHECKS UNDECIDED"}
 

@@ -41,12 +41,14 @@ from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
 from ..region.http_transport import SECRET_HEADER
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
+from ..topology.load import TopologyError
+from ..topology.model import Topology
 from . import ledger
 from . import results as results_module
 from .deployment import Deployment, DeploymentError, attached
 from .load import LoadGenerator, is_probe_key
 from .supervisor import Supervisor, SupervisorError
-from .topology import Topology, TopologyError, load_topology
+from .topology import load_topology
 from .workload import Workload, parse_workload
 
 EXIT_PASSED, EXIT_CHECK_FAILED, EXIT_INCOMPLETE = 0, 1, 2

@@ -51,8 +51,10 @@ from aiohttp import web
 import globaltables
 
 from ..region.http_transport import SECRET_HEADER, secret_offered
-from .region_settings import SECRET_ENV, SecretError, read_secret, topology_secret
-from .topology import Region, Topology, TopologyError, is_loopback, load_topology
+from ..topology.load import TopologyError
+from ..topology.model import Region, Topology, is_loopback
+from ..topology.secret import SECRET_ENV, SecretError, read_secret, topology_secret
+from .topology import load_topology
 
 log = logging.getLogger("globaltables.supervisor")
 

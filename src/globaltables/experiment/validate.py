@@ -16,7 +16,9 @@ import yaml
 
 from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
 from ..runtime.yaml_documents import load_yaml
-from .topology import Topology, TopologyError, load_topology
+from ..topology.load import TopologyError
+from ..topology.model import Topology
+from .topology import load_topology
 
 STAND_INS = ("us-east-1", "eu-west-1", "ap-southeast-1")
 AWS_REGION = re.compile(r"\b[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}\b")

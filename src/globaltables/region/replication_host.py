@@ -12,7 +12,7 @@ Theory of operation (cores step, hosts loop — docs/replication.md "Layers"):
   TTL, never timers.
 
 Peers and their endpoints: the peer list and link delays come from the topology (through `ReplicationSettings`,
-built by the caller: this layer imports no topology code). An endpoint is known up front when the topology pins
+which plan_settings.py builds from the region's `topology.RegionPlan`). An endpoint is known up front when the topology pins
 the peer's port, or given later: the supervisor writes every region's endpoint into its `state.json`, which each
 region passed `--peers-file` polls (cheaply: it re-reads the file only when its modification time changes). A
 restarted region therefore finds its peers at once, and a region that comes back on a new port is found again.
@@ -66,7 +66,7 @@ class PeerSettings:
 
 @dataclass(frozen=True)
 class ReplicationSettings:
-    """What one region needs to replicate; plain data, so the region layer depends on no topology code."""
+    """What one region needs to replicate; plain data (plan_settings.py makes it from a topology.RegionPlan)."""
 
     peers: tuple[PeerSettings, ...]
     secret: str

@@ -45,11 +45,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl
 
-import yaml
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.compat import HTTPHeaders
@@ -57,6 +54,7 @@ from botocore.credentials import Credentials
 
 from ..engine.errors import SERVICE_NAMESPACE, DynamoError
 from ..runtime.clock import Clock
+from ..topology.credentials import AccessKey
 from .wire import IncompleteSignatureException, InvalidSignatureException
 
 SERVICE = "dynamodb"  # the signing name of both DynamoDB and DynamoDB Streams (botocore's service models)
@@ -84,65 +82,6 @@ class UnrecognizedClientException(DynamoError):
 
 
 # ------------------------------------------------------------------------------------------------ access keys
-
-
-@dataclass(frozen=True)
-class AccessKey:
-    """One access key's secret and the regions it may sign for (None: every region)."""
-
-    secret: str
-    regions: frozenset[str] | None = None
-
-    def __repr__(self) -> str:  # never show a secret, not even in a traceback or a debug log
-        return f"AccessKey(secret=<hidden>, regions={sorted(self.regions) if self.regions else None})"
-
-
-class CredentialsError(ValueError):
-    pass
-
-
-def parse_credentials(document: Any, source: str) -> dict[str, AccessKey]:
-    """Access keys from a mapping `key id -> secret` or `key id -> {secret: ..., regions: [...]}`; errors name the
-    entry and `source` (the file), never the secret."""
-    if not isinstance(document, dict) or not document:
-        raise CredentialsError(f"{source}: credentials must be a non-empty mapping of access key id to secret")
-    keys: dict[str, AccessKey] = {}
-    for key_id, entry in document.items():
-        where = f"{source}: credentials.{key_id}"
-        if not isinstance(key_id, str) or not key_id or any(c in key_id for c in "/, =\n"):
-            raise CredentialsError(f"{source}: credentials: {key_id!r} is not a valid access key id")
-        regions = None
-        if isinstance(entry, dict):
-            unknown = set(entry) - {"secret", "regions"}
-            if unknown:
-                raise CredentialsError(f"{where}: unknown field {sorted(unknown)[0]!r} (allowed: secret, regions)")
-            secret = entry.get("secret")
-            if "regions" in entry:
-                listed = entry["regions"]
-                if not isinstance(listed, list) or not listed or not all(isinstance(r, str) and r for r in listed):
-                    raise CredentialsError(f"{where}.regions: expected a non-empty list of region names")
-                regions = frozenset(listed)
-        else:
-            secret = entry
-        if not isinstance(secret, str) or not secret:
-            raise CredentialsError(f"{where}: the secret must be a non-empty string")
-        keys[key_id] = AccessKey(secret, regions)
-    return keys
-
-
-def load_credentials(path: str | Path) -> dict[str, AccessKey]:
-    """The access keys of a credentials file (YAML or JSON, loaded safely)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise CredentialsError(f"{path}: cannot read the credentials file ({error.strerror})") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise CredentialsError(f"{path}: not valid YAML or JSON") from None
-    if isinstance(document, dict) and set(document) == {"credentials"}:
-        document = document["credentials"]
-    return parse_credentials(document, str(path))
 
 
 def key_for(keys: Mapping[str, AccessKey] | None, region: str) -> tuple[str, str] | None:

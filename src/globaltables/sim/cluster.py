@@ -32,6 +32,8 @@ from ..replication.versions import HlcVersionSource
 from ..runtime.ids import seeded_ids
 from ..runtime.rng import Rng
 from ..runtime.transport import Envelope
+from ..topology.model import Topology
+from ..topology.plan import region_plans
 from .clock import SimClock
 from .loop import MICROSECONDS_PER_SECOND, Scheduler
 from .network import LinkSettings, SimNetwork
@@ -166,7 +168,7 @@ def default_node_factory(
 class SimCluster:
     def __init__(
         self,
-        topology: Any,
+        topology: Topology | Iterable[str],
         seed: int = 0,
         *,
         lanes: int | None = None,
@@ -185,40 +187,40 @@ class SimCluster:
         self.seed = seed
         self.rng = Rng(seed)
         self.scheduler = Scheduler()
-        # A loaded experiment.topology.Topology (duck-typed: sim sits below experiment), or region names.
-        is_topology = hasattr(topology, "region_names")
-        names = list(topology.region_names) if is_topology else list(topology)
+        # A loaded Topology (each region simulated from its RegionPlan, as a region process runs), or region names.
+        plans = region_plans(topology) if isinstance(topology, Topology) else None
+        names = list(plans) if plans is not None else list(topology)
         if len(set(names)) != len(names) or len(names) < 2:
             raise ValueError(f"a cluster needs two or more distinct regions, not {names!r}")
         self.region_names = tuple(names)
-        self.conflict_clock = conflict_clock or (topology.conflict_clock if is_topology else "hlc")
+        first = plans[names[0]] if plans is not None else None
+        self.conflict_clock = conflict_clock or (first.conflict_clock if first is not None else "hlc")
         self.max_clock_offset_ms = int(
             max_clock_offset_ms if max_clock_offset_ms is not None
-            else (topology.max_clock_offset_ms if is_topology else 500)
+            else (first.max_clock_offset_ms if first is not None else 500)
         )  # fmt: skip
         base = config or ReplicationConfig()
         self.config = base if lanes is None else ReplicationConfig(**{**_fields(base), "lanes": lanes})
         default_link = link or LinkSettings(latency_ms=40, jitter_ms=2)
         self.network = SimNetwork(self.scheduler, self.rng.fork("network"), default_link, journal=journal)
-        if is_topology:
-            for source in names:
-                for target in names:
-                    if source != target:
-                        spec = topology.link(source, target)
-                        self.network.set_baseline(
-                            source, target, default_link.replace(latency_ms=spec.latency_ms, jitter_ms=spec.jitter_ms)
-                        )
+        for plan in (plans or {}).values():
+            for peer in plan.peers:
+                self.network.set_baseline(
+                    plan.name,
+                    peer.name,
+                    default_link.replace(latency_ms=peer.link.latency_ms, jitter_ms=peer.link.jitter_ms),
+                )
         self._port_wrapper = port_wrapper
         self.node_factory: NodeFactory = self._wrapped_factory
         self.observer_clock = SimClock(self.scheduler)  # true time, for the history
         self.history = History(self.observer_clock)
         self.regions: dict[str, SimRegion] = {}
         for name in names:
-            offset = topology.region(name).clock_offset_ms / 1000 if is_topology else 0.0
+            offset = plans[name].clock_offset_ms / 1000 if plans is not None else 0.0
             self.regions[name] = SimRegion(self, name, offset)
         if tables is None:
             tables = (
-                [spec.request() for spec in topology.tables] if is_topology and topology.tables else [DEFAULT_TABLE]
+                [spec.request() for spec in first.tables] if first is not None and first.tables else [DEFAULT_TABLE]
             )
         self.table_names: list[str] = []
         for request in tables:

@@ -36,6 +36,8 @@ from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.ids import seeded_ids
 from ..runtime.rng import Rng
+from ..topology.model import Topology
+from ..topology.plan import region_plans
 from .clock import SimClock
 from .cluster import DEFAULT_TABLE, NodeDriver, reopen, scan_items
 from .loop import Scheduler
@@ -153,28 +155,28 @@ class MrscCluster:
 
     @classmethod
     def from_topology(
-        cls, topology: Any, seed: int = 0, *, config: MrscConfig | None = None, journal: bool = True
+        cls, topology: Topology, seed: int = 0, *, config: MrscConfig | None = None, journal: bool = True
     ) -> MrscCluster:
-        """The cluster of a loaded `mode: mrsc` topology (an experiment.topology.Topology, duck-typed: sim sits
-        below experiment): its three regions (the witness by role), each directed link's latency and jitter, the
-        regions' clock offsets and the declared tables."""
-        names = tuple(topology.region_names)
-        witness = next((region.name for region in topology.regions if region.role == "witness"), None)
-        links = {}
-        for source in names:
-            for dest in names:
-                if source != dest:
-                    spec = topology.link(source, dest)
-                    links[(source, dest)] = LinkSettings(latency_ms=spec.latency_ms, jitter_ms=spec.jitter_ms)
+        """The cluster of a loaded `mode: mrsc` topology, each member from its RegionPlan (as a region process
+        runs): its three regions (the witness by role), each directed link's latency and jitter, the regions' clock
+        offsets and the declared tables."""
+        plans = region_plans(topology)
+        names = tuple(plans)
+        first = plans[names[0]]
+        links = {
+            (plan.name, peer.name): LinkSettings(latency_ms=peer.link.latency_ms, jitter_ms=peer.link.jitter_ms)
+            for plan in plans.values()
+            for peer in plan.peers
+        }
         return cls(
             names,  # type: ignore[arg-type]
-            witness=witness,
+            witness=first.witness,
             seed=seed,
             config=config,
             journal=journal,
-            tables=[spec.request() for spec in topology.tables] or None,
+            tables=[spec.request() for spec in first.tables] or None,
             links=links,
-            clock_offsets={region.name: region.clock_offset_ms / 1000 for region in topology.regions},
+            clock_offsets={name: plan.clock_offset_ms / 1000 for name, plan in plans.items()},
         )
 
     # The shape chaos.target.SimTarget drives (as sim/cluster.py's SimCluster has it).

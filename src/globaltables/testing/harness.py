@@ -21,7 +21,7 @@ from typing import Any, Self
 from ..chaos.checkers import linearizable
 from ..chaos.checkers.result import INVALID, UNKNOWN, CheckResult
 from ..chaos.history import History, key_id
-from ..experiment.topology import Topology
+from ..topology.model import Topology
 from .assertions import Predicate, converged_failure, eventually_failure, plain
 from .recording import Recorder
 

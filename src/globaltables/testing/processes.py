@@ -36,8 +36,8 @@ from typing import Any
 import globaltables
 
 from ..chaos.history import History
-from ..experiment.topology import Topology
 from ..region.http_transport import SECRET_HEADER
+from ..topology.model import Topology
 from .harness import Harness, ReadsThroughClients, check_impairments
 from .simulated import boto3_session
 from .spec import topology_yaml

@@ -36,12 +36,12 @@ from typing import Any
 import orjson
 
 from ..chaos.history import History
-from ..experiment.topology import Topology
 from ..region import wire
 from ..region.app import VERSION_HEADER
 from ..sim.cluster import SimCluster
 from ..sim.collector import simulation_collector
 from ..sim.loop import to_us
+from ..topology.model import Topology
 from .handoff import Conductor
 from .harness import Harness, check_impairments
 

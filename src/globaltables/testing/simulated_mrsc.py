@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..experiment.topology import Topology
 from ..region.mrsc_requests import GUARD_S, MrscRequests
 from ..replication.mrsc.config import MrscConfig
 from ..sim.mrsc_cluster import MrscCluster
+from ..topology.model import Topology
 from .handoff import Caller
 from .harness import ReadsThroughClients
 from .simulated import SimulatedHarness

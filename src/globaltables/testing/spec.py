@@ -1,5 +1,5 @@
 """Where a kit topology comes from: a YAML file, an inline dict (the same schema), a loaded Topology, or nothing
-(the default three-region MREC topology below). Bad input fails with experiment.topology's messages, which name
+(the default three-region MREC topology below). Bad input fails with the topology loader's messages, which name
 the file (or `<inline topology>`) and the field."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from ..experiment.topology import Topology, load_topology, parse_topology
+from ..experiment.topology import load_topology, parse_topology
+from ..topology.model import Topology
 
 # Three MREC regions with realistic one-way delays and one table, `Orders`, keyed by (customerId, sk).
 # The table of the default topology, and of most examples: a customer's orders, one item per (customerId, sk).

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from globaltables.cli.main import main as cli_main
-from globaltables.experiment.topology import TopologyError, load_topology, parse_topology
+from globaltables.experiment.topology import load_topology, parse_topology
+from globaltables.topology.load import TopologyError
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml"))
