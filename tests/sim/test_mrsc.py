@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from globaltables.chaos.checkers import linearizable
+from globaltables.engine.storage.memory_store import MemoryStore
+from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.replication.mrsc import commit
 from globaltables.replication.mrsc.messages import MessageError, Propose, Vote, decode, encode
+from globaltables.replication.mrsc.store import StrongStore
 from globaltables.replication.mrsc.strong_read import StrongReader
 from globaltables.sim.mrsc_cluster import MrscCluster
 from sim.mrsc_workload import run
@@ -135,11 +138,9 @@ def test_a_restarted_coordinator_resolves_its_proposal_by_status_only():
     assert linearizable.check(cluster.history).passed
 
 
-def test_a_dropped_refusal_settles_its_coordinators_proposals_for_the_item_up_to_it():
-    from globaltables.engine.storage.sqlite_store import SqliteStore
-    from globaltables.engine.strong import StrongStore
-
-    store = StrongStore(SqliteStore(None), None, "us-west-2")  # a witness: votes, no tables
+@pytest.mark.parametrize("make_store", [SqliteStore, MemoryStore])
+def test_a_dropped_refusal_settles_its_coordinators_proposals_for_the_item_up_to_it(make_store):
+    store = StrongStore(make_store(), None, "us-west-2")  # a witness: votes, no tables
     other = {"pk": {"S": "other"}}
     store.refuse("us-east-1-2-7", "T", K, "conflict")
     store.drop_vote("us-east-1-2-7")

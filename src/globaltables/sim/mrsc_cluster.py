@@ -1,7 +1,7 @@
 """Three MRSC members on virtual time: the deterministic home of strong-mode tests (docs/mrsc.md).
 
 Theory of operation: the same `Scheduler`, `SimNetwork` and `SimClock` as sim/cluster.py's MREC `SimCluster`; per
-member a store, a `StrongStore` (engine/strong.py) and an `MrscNode` hosted by an `MrscDriver` (sim/cluster.py's
+member a `MemoryStore` (its "disk"), a `StrongStore` (replication/mrsc/store.py) and an `MrscNode` hosted by an `MrscDriver` (sim/cluster.py's
 `NodeDriver`, which also hands the node's completed client operations back to the cluster). Replicas run a real
 `Engine` with the tables, made strong as a region process makes its topology's tables (`make_strong`); the
 witness's store holds no tables (`api` is the engine its region would answer requests with, as the region process
@@ -29,10 +29,12 @@ from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
 from ..engine.operations import delete_item, put_item, update_item
 from ..engine.schema import validate_item_size
-from ..engine.storage.sqlite_store import SqliteStore
-from ..engine.strong import StrongStore, item_id, make_strong
+from ..engine.storage.memory_store import MemoryStore
+from ..engine.strong import make_strong
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
+from ..replication.mrsc.records import item_id
+from ..replication.mrsc.store import StrongStore
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.ids import seeded_ids
 from ..runtime.rng import Rng
@@ -76,7 +78,7 @@ class MrscMember:
         self.witness = witness
         self.clock = SimClock(cluster.scheduler, offset_s=offset_s)
         self.ids = seeded_ids(cluster.rng.fork(f"ids/{name}"))  # one stream across restarts: no id drawn twice
-        self.store = SqliteStore(None)
+        self.store = MemoryStore()
         self.engine: Engine | None = None  # a replica's tables; None for the witness
         self.api: Engine | None = None  # what the region's API answers with: the engine (a witness's has no tables)
         self.up = False
