@@ -151,3 +151,34 @@ def test_a_dropped_refusal_settles_its_coordinators_proposals_for_the_item_up_to
     store.refuse("us-east-1-2-5", "T", K, "stale")
     store.drop_vote("us-east-1-2-5")  # an older refusal dropped later never lowers the mark
     assert store.settled("us-east-1-2-7", "T", K)
+
+
+def test_members_run_on_memory_stores_and_a_crash_keeps_their_durable_state():
+    """The simulator's members keep their strong-mode state in a `MemoryStore`; a crash is its snapshot, which holds
+    the commit versions, the witness's image and a pending proposal (with its vote) a member accepted."""
+    cluster = MrscCluster(seed=4)
+    a, b, w = cluster.member_names
+    assert all(type(member.store) is MemoryStore for member in cluster.members.values())
+    cluster.write(a, "put", K, {"S": "v1"}, process=1)
+    cluster.run_until(1.0)
+    cluster.network.partition(b, a, one_way=True)  # answers to the next proposal are lost: a cannot commit it
+    cluster.network.partition(w, a, one_way=True)
+    cluster.write(a, "put", K, {"S": "v2"}, process=2)
+    cluster.run_until(1.05)  # b and w accepted v2 and hold it pending; a waits
+    held = {name: cluster.members[name].strong.pending("Items", K) for name in (b, w)}
+    assert all(pending is not None and pending.image["value"] == {"S": "v2"} for pending in held.values())
+    committed = {name: member.strong.committed("Items", K)[:2] for name, member in cluster.members.items()}
+    assert set(committed.values()) == {committed[a]} and committed[a][0] == 1
+    epochs = {name: member.strong.epoch for name, member in cluster.members.items()}
+    for name in (b, w):
+        cluster.crash(name)
+        cluster.restart(name)
+        member = cluster.members[name]
+        assert member.strong.epoch == epochs[name] + 1
+        assert member.strong.committed("Items", K)[:2] == committed[name]
+        assert member.strong.vote(held[name].pid) == "accept"
+        # Restarted, the member resolves what it held (with a, which still holds the proposal, or by itself).
+    cluster.network.heal()
+    cluster.run_until_quiescent()
+    assert {member.strong.committed("Items", K)[0] for member in cluster.members.values()} == {2}
+    assert linearizable.check(cluster.history).passed
