@@ -182,3 +182,19 @@ def test_members_run_on_memory_stores_and_a_crash_keeps_their_durable_state():
     cluster.run_until_quiescent()
     assert {member.strong.committed("Items", K)[0] for member in cluster.members.values()} == {2}
     assert linearizable.check(cluster.history).passed
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_a_seed_replays_the_same_run_on_either_store(seed):
+    """The protocol's state behaves alike on SQLite (a region process's store) and in memory (the simulator's): a
+    seeded workload with loss, reordering and a crash gives the same messages, history and items on both."""
+    runs = [
+        run(seed, operations=600, loss=0.05, reorder=0.05, reorder_ms=20.0, journal=True, make_store=make)
+        for make in (SqliteStore, MemoryStore)
+    ]
+    on_sqlite, in_memory = runs
+    assert {type(member.store) for member in on_sqlite.members.values()} == {SqliteStore}
+    assert on_sqlite.trace() == in_memory.trace() and on_sqlite.trace()
+    assert on_sqlite.history.dumps() == in_memory.history.dumps()
+    assert on_sqlite.local_items() == in_memory.local_items()
+    assert linearizable.check(in_memory.history).passed

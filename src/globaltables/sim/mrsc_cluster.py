@@ -78,7 +78,7 @@ class MrscMember:
         self.witness = witness
         self.clock = SimClock(cluster.scheduler, offset_s=offset_s)
         self.ids = seeded_ids(cluster.rng.fork(f"ids/{name}"))  # one stream across restarts: no id drawn twice
-        self.store = MemoryStore()
+        self.store = cluster.make_store()
         self.engine: Engine | None = None  # a replica's tables; None for the witness
         self.api: Engine | None = None  # what the region's API answers with: the engine (a witness's has no tables)
         self.up = False
@@ -116,14 +116,17 @@ class MrscCluster:
         tables: Iterable[dict] | None = None,
         links: Mapping[tuple[str, str], LinkSettings] | None = None,
         clock_offsets: Mapping[str, float] | None = None,
+        make_store: Callable[[], Any] = MemoryStore,
     ) -> None:
         """`link`: every link's settings (default 30 ms + up to 2 ms uniform jitter); `links[(src, dest)]`: a
         directed link's own (the topology's). `tables`: CreateTable requests (default: `table`, else one table
         "Items" keyed by the string `pk`); the first is the table of `write` / `read` / `query`. `clock_offsets`:
-        seconds each member's wall clock is ahead (negative: behind)."""
+        seconds each member's wall clock is ahead (negative: behind). `make_store`: each member's empty store (its
+"disk"; any store of engine/storage, tests hold the protocol to the same history on each)."""
         if len(set(members)) != 3 or (witness is not None and witness not in members):
             raise ValueError(f"an MRSC cluster has three distinct members (a witness among them), not {members!r}")
         self.scheduler = Scheduler()
+        self.make_store = make_store
         self.rng = Rng(seed)
         self.config = config or MrscConfig()
         self.network = SimNetwork(
