@@ -4,7 +4,8 @@ index entries, and the partition hash that orders a table the way DynamoDB's has
 
 A store is the contract the engine writes against: `ItemStore` for items, tombstones, positions, tokens and side
 records (`SideChange`), `ChangeLogStore` for the change log and the stream registry, `IndexStore` for index entries.
-Both implementations are held to it by the same tests (tests/engine/test_store_contract.py, and the engine tests run on each).
+Both implementations are held to it by the same tests (tests/engine/test_store_contract.py, and the engine tests
+run on each).
 """
 
 from __future__ import annotations
