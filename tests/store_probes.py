@@ -1,8 +1,11 @@
-"""What a test may count inside a store, whatever its kind (each probe reads the kind's own structures)."""
+"""What a test may count inside a store, whatever its kind (each probe reads the kind's own structures), and the one
+raw change tests make behind the engine's back (`drop_item_rows`)."""
 
 from __future__ import annotations
 
 from globaltables.engine.storage.memory_store import MemoryStore
+from globaltables.engine.storage.sorted_table import SortedTable
+
 
 def index_entry_count(store) -> int:
     if isinstance(store, MemoryStore):
@@ -39,3 +42,14 @@ def items_and_index_entries(store) -> tuple[list, list]:
         db.execute("SELECT * FROM items ORDER BY 1, 2, 3, 4").fetchall(),
         db.execute("SELECT * FROM index_items ORDER BY 1, 2, 3, 4, 5, 6").fetchall(),
     )
+
+
+def drop_item_rows(store) -> None:
+    """Delete every item row of every table, leaving tombstones, hooks' state and side records alone: a region that
+    lost items without knowing it (what only a sync repairs)."""
+    if isinstance(store, MemoryStore):
+        for tid in store.items:
+            store.items[tid] = SortedTable()
+            store.stats[tid] = (0, 0)
+        return
+    store.db.execute("DELETE FROM items")

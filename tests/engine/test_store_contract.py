@@ -143,6 +143,8 @@ def test_both_stores_answer_alike(seed: int) -> None:
             pair.same(lambda s, lg, ix: (s.table_stats(table), s.partition_bytes(table, pk)))
             pair.same(lambda s, lg, ix: sorted(s.table_tombstones(table)))
             pair.same(lambda s, lg, ix: sorted(s.table_records(table), key=lambda r: r[:2]))
+            pair.same(lambda s, lg, ix: (sorted(s.table_tombstones(table, pk)),
+                                         sorted(s.table_records(table, pk), key=lambda r: r[:2])))  # fmt: skip
             pair.same(lambda s, lg, ix: (s.highest_version(), s.transaction_token(f"t{step % 7}", float(step))))
             iid = pair.iids[0]
             ipk = rng.choice(SKS)
@@ -180,6 +182,69 @@ def test_both_stores_answer_alike(seed: int) -> None:
     pair.same(lambda s, lg, ix: s.purge_tombstones(5.0, 3))
     pair.same(lambda s, lg, ix: s.purge_tombstones(5.0, 10_000))
     assert pair.same(lambda s, lg, ix: list(s.table_tombstones("alpha")) + list(s.table_tombstones("beta"))) == []
+
+
+SPACES = ("p", "q")
+SIDE_KEYS = ["", "a", "a\x00", "a\x00b", "a\x00c", "ab", "b", "é", "\U0001f600", "z\x00a"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_side_records_answer_alike_and_commit_with_the_items(seed: int) -> None:
+    """Side records, written on their own or staged by a commit hook inside an item write, read back alike by key
+    and prefix (in key order) from both stores; a batch whose hook raises keeps neither its items nor its side
+    records."""
+    rng = random.Random(seed)
+    stores = [fresh("sqlite"), fresh("memory")]
+    staged: list = []
+
+    def hook(store):
+        def stage(tx, writes):
+            store.side_stage(tx, staged)
+            if any(w.item is not None and "boom" in w.item for w in writes):
+                raise RuntimeError("a hook refused the batch")
+
+        return stage
+
+    for store in stores:
+        store.commit_hooks.append(hook(store))
+
+    def same(call):
+        answers = [call(store) for store in stores]
+        assert answers[0] == answers[1]
+        return answers[0]
+
+    for step in range(300):
+        changes = [
+            (rng.choice(SPACES), rng.choice(SIDE_KEYS), None if rng.random() < 0.3 else f"{step}".encode())
+            for _ in range(rng.randint(1, 4))
+        ]
+        action = rng.random()
+        if action < 0.3:
+            same(lambda s: s.side_write(changes))
+        elif action < 0.6:
+            staged[:] = changes
+            same(lambda s: s.write([ItemWrite("alpha", b"a", b"", {"n": {"N": str(step)}}, 5, version="v")]))
+        elif action < 0.7:
+            before = same(lambda s: [s.side_scan(space) for space in SPACES])
+            staged[:] = changes
+
+            def failing(store):
+                with pytest.raises(RuntimeError):
+                    store.write([ItemWrite("alpha", b"b", b"", {"boom": {"S": "x"}}, 5, version="v")])
+
+            same(failing)
+            assert same(lambda s: [s.side_scan(space) for space in SPACES]) == before
+            assert same(lambda s: s.get("alpha", b"b", b"")) is None
+        else:
+            space, prefix = rng.choice(SPACES), rng.choice(SIDE_KEYS)
+            listed = same(lambda s: s.side_scan(space, prefix))
+            assert [key for key, _value in listed] == sorted(key for key, _value in listed)
+            assert all(key.startswith(prefix) for key, _value in listed)
+            same(lambda s: [s.side_get(space, key) for key in SIDE_KEYS])
+        staged.clear()
+    assert same(lambda s: s.side_scan("p")) != []
+    copies = [store.snapshot() for store in stores]
+    assert [copy.side_scan("p") for copy in copies] == [store.side_scan("p") for store in stores]
 
 
 def test_a_snapshot_is_a_copy_of_committed_state() -> None:

@@ -1,6 +1,7 @@
 """The AWS path to strong mode, engine side (engine/strong_membership.py): UpdateTable's rules and texts (facts §3),
 fixed membership, and the steps a conversion takes in each region. No processes: one engine per region, configured
-as a member of a `mode: mrsc` topology."""
+as a member of a `mode: mrsc` topology, on either store (`make_store`: SQLite, as a region process keeps it, and the
+simulator's in-memory store)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,23 @@ import pytest
 from engine_calls import call, error_of
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import ValidationException
+from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.engine.strong_requests import prepare
 from globaltables.runtime.clock import ManualClock
 
 A, B, C = "us-east-1", "us-east-2", "us-west-2"
 TABLE = "Conv"
+STORES = {"sqlite": lambda: SqliteStore(None), "memory": MemoryStore}
 
 
-def member(region: str, witness: str | None = C, members=(A, B, C)) -> Engine:
-    engine = Engine(SqliteStore(None), ManualClock(wall_time=1_700_000_000.0), region=region)
+@pytest.fixture(params=sorted(STORES))
+def make_store(request: pytest.FixtureRequest):
+    return STORES[request.param]
+
+
+def member(make_store, region: str, witness: str | None = C, members=(A, B, C)) -> Engine:
+    engine = Engine(make_store(), ManualClock(wall_time=1_700_000_000.0), region=region)
     engine.strong_membership.configure(members, witness)
     call(
         engine,
@@ -51,8 +59,8 @@ def refused(engine: Engine, request: dict) -> str:
     return error.message
 
 
-def test_rules_and_texts_of_facts_3_and_nothing_changes():
-    engine = member(A)
+def test_rules_and_texts_of_facts_3_and_nothing_changes(make_store):
+    engine = member(make_store, A)
     before = call(engine, "DescribeTable", {"TableName": TABLE})
     cases = {
         "MultiRegionConsistency must be set as STRONG when GlobalTableWitnessUpdates parameter is present.": [
@@ -96,16 +104,16 @@ def test_rules_and_texts_of_facts_3_and_nothing_changes():
     )
 
 
-def test_a_region_outside_an_mrsc_topology_refuses_strong_mode():
-    engine = member(A)
+def test_a_region_outside_an_mrsc_topology_refuses_strong_mode(make_store):
+    engine = member(make_store, A)
     engine.strong_membership.configure((), None)
     assert "needs a globaltables topology in mode mrsc" in refused(
         engine, update(ReplicaUpdates=creates(B), GlobalTableWitnessUpdates=witness(C), MultiRegionConsistency="STRONG")
     )
 
 
-def test_three_replica_topology_takes_two_creates_and_refuses_a_witness():
-    engine = member(A, witness=None)
+def test_three_replica_topology_takes_two_creates_and_refuses_a_witness(make_store):
+    engine = member(make_store, A, witness=None)
     assert "is a replica Region of this globaltables topology" in refused(
         engine, update(ReplicaUpdates=creates(B), GlobalTableWitnessUpdates=witness(C), MultiRegionConsistency="STRONG")
     )
@@ -121,8 +129,8 @@ def test_three_replica_topology_takes_two_creates_and_refuses_a_witness():
     assert "GlobalTableWitnesses" not in table
 
 
-def test_conversion_steps_then_fixed_membership():
-    driver, joiner = member(A), Engine(SqliteStore(None), ManualClock(wall_time=1_700_000_000.0), region=B)
+def test_conversion_steps_then_fixed_membership(make_store):
+    driver, joiner = member(make_store, A), Engine(make_store(), ManualClock(wall_time=1_700_000_000.0), region=B)
     joiner.strong_membership.configure((A, B, C), C)
     answer = call(
         driver,
@@ -172,8 +180,8 @@ def test_conversion_steps_then_fixed_membership():
     )
 
 
-def test_a_region_holding_a_table_of_that_name_refuses_to_join_and_the_conversion_is_abandoned():
-    driver, other = member(A), member(B)
+def test_a_region_holding_a_table_of_that_name_refuses_to_join_and_the_conversion_is_abandoned(make_store):
+    driver, other = member(make_store, A), member(make_store, B)
     call(driver, "UpdateTable", update(ReplicaUpdates=creates(B), GlobalTableWitnessUpdates=witness(C),
                                        MultiRegionConsistency="STRONG"))  # fmt: skip
     with pytest.raises(ValidationException, match="already existed as tables"):

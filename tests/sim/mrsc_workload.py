@@ -4,6 +4,8 @@ one member crashes at a random moment and restarts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from globaltables.runtime.rng import Rng
 from globaltables.sim.mrsc_cluster import MrscCluster
 from globaltables.sim.network import LinkSettings
@@ -17,9 +19,11 @@ def run(
     loss: float = 0.03,
     reorder: float = 0.0,
     reorder_ms: float = 0.0,
+    **cluster_options: Any,
 ) -> MrscCluster:
+    """`cluster_options` go to `MrscCluster` (a journal, members' stores)."""
     rng = Rng(seed).fork("workload")
-    cluster = MrscCluster(seed=seed, link=LinkSettings(latency_ms=30, jitter_ms=8))
+    cluster = MrscCluster(seed=seed, link=LinkSettings(latency_ms=30, jitter_ms=8), **cluster_options)
     for a in cluster.member_names:
         for b in cluster.member_names:
             if a != b:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from globaltables.chaos.checkers import linearizable
+from globaltables.engine.storage.memory_store import MemoryStore
+from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.replication.mrsc import commit
 from globaltables.replication.mrsc.messages import MessageError, Propose, Vote, decode, encode
+from globaltables.replication.mrsc.store import StrongStore
 from globaltables.replication.mrsc.strong_read import StrongReader
 from globaltables.sim.mrsc_cluster import MrscCluster
 from sim.mrsc_workload import run
@@ -135,11 +138,9 @@ def test_a_restarted_coordinator_resolves_its_proposal_by_status_only():
     assert linearizable.check(cluster.history).passed
 
 
-def test_a_dropped_refusal_settles_its_coordinators_proposals_for_the_item_up_to_it():
-    from globaltables.engine.storage.sqlite_store import SqliteStore
-    from globaltables.engine.strong import StrongStore
-
-    store = StrongStore(SqliteStore(None), None, "us-west-2")  # a witness: votes, no tables
+@pytest.mark.parametrize("make_store", [SqliteStore, MemoryStore])
+def test_a_dropped_refusal_settles_its_coordinators_proposals_for_the_item_up_to_it(make_store):
+    store = StrongStore(make_store(), None, "us-west-2")  # a witness: votes, no tables
     other = {"pk": {"S": "other"}}
     store.refuse("us-east-1-2-7", "T", K, "conflict")
     store.drop_vote("us-east-1-2-7")
@@ -150,3 +151,50 @@ def test_a_dropped_refusal_settles_its_coordinators_proposals_for_the_item_up_to
     store.refuse("us-east-1-2-5", "T", K, "stale")
     store.drop_vote("us-east-1-2-5")  # an older refusal dropped later never lowers the mark
     assert store.settled("us-east-1-2-7", "T", K)
+
+
+def test_members_run_on_memory_stores_and_a_crash_keeps_their_durable_state():
+    """The simulator's members keep their strong-mode state in a `MemoryStore`; a crash is its snapshot, which holds
+    the commit versions, the witness's image and a pending proposal (with its vote) a member accepted."""
+    cluster = MrscCluster(seed=4)
+    a, b, w = cluster.member_names
+    assert all(type(member.store) is MemoryStore for member in cluster.members.values())
+    cluster.write(a, "put", K, {"S": "v1"}, process=1)
+    cluster.run_until(1.0)
+    cluster.network.partition(b, a, one_way=True)  # answers to the next proposal are lost: a cannot commit it
+    cluster.network.partition(w, a, one_way=True)
+    cluster.write(a, "put", K, {"S": "v2"}, process=2)
+    cluster.run_until(1.05)  # b and w accepted v2 and hold it pending; a waits
+    held = {name: cluster.members[name].strong.pending("Items", K) for name in (b, w)}
+    assert all(pending is not None and pending.image["value"] == {"S": "v2"} for pending in held.values())
+    committed = {name: member.strong.committed("Items", K)[:2] for name, member in cluster.members.items()}
+    assert set(committed.values()) == {committed[a]} and committed[a][0] == 1
+    epochs = {name: member.strong.epoch for name, member in cluster.members.items()}
+    for name in (b, w):
+        cluster.crash(name)
+        cluster.restart(name)
+        member = cluster.members[name]
+        assert member.strong.epoch == epochs[name] + 1
+        assert member.strong.committed("Items", K)[:2] == committed[name]
+        assert member.strong.vote(held[name].pid) == "accept"
+        # Restarted, the member resolves what it held (with a, which still holds the proposal, or by itself).
+    cluster.network.heal()
+    cluster.run_until_quiescent()
+    assert {member.strong.committed("Items", K)[0] for member in cluster.members.values()} == {2}
+    assert linearizable.check(cluster.history).passed
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_a_seed_replays_the_same_run_on_either_store(seed):
+    """The protocol's state behaves alike on SQLite (a region process's store) and in memory (the simulator's): a
+    seeded workload with loss, reordering and a crash gives the same messages, history and items on both."""
+    runs = [
+        run(seed, operations=600, loss=0.05, reorder=0.05, reorder_ms=20.0, journal=True, make_store=make)
+        for make in (SqliteStore, MemoryStore)
+    ]
+    on_sqlite, in_memory = runs
+    assert {type(member.store) for member in on_sqlite.members.values()} == {SqliteStore}
+    assert on_sqlite.trace() == in_memory.trace() and on_sqlite.trace()
+    assert on_sqlite.history.dumps() == in_memory.history.dumps()
+    assert on_sqlite.local_items() == in_memory.local_items()
+    assert linearizable.check(in_memory.history).passed

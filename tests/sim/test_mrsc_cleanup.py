@@ -7,9 +7,10 @@ import orjson
 import pytest
 
 from globaltables.chaos.checkers import linearizable
-from globaltables.engine.strong import decode_version
 from globaltables.replication.mrsc.messages import Abort, Commit
 from globaltables.replication.mrsc.node import MrscNode
+from globaltables.replication.mrsc.records import decode_version
+from globaltables.replication.mrsc.store import ABORTED, WITNESS
 from globaltables.sim.mrsc_cluster import MrscCluster
 from sim.mrsc_workload import run
 
@@ -35,10 +36,11 @@ def assert_witness_keeps_what_a_replica_lacks(cluster):
     and every image the witness kept is of a version some replica lacks (nothing both hold is kept)."""
     witness = witness_of(cluster)
     kept = {(t, str(k)) for t, k, _cv in witness.untrimmed()}
-    rows = witness.store.db.execute("SELECT tbl, item, cv FROM mrsc_witness").fetchall()
+    rows = witness.store.side_scan(WITNESS)  # every item's version, image kept or not
     assert rows
-    for table, item, cv in rows:
-        key = orjson.loads(item)
+    for name, record in rows:
+        table, _, item = name.partition("\x00")
+        key, cv = orjson.loads(item), orjson.loads(record)[0]
         lowest = min(replica_cv(cluster, name, table, key) for name in cluster.replicas())
         assert ((table, str(key)) in kept) == (lowest < cv), (table, key, cv, lowest)
 
@@ -98,7 +100,7 @@ def test_aborted_records_go_once_both_other_members_hold_a_newer_version():
     refused = sum(1 for op in cluster.history.ops if op.error == "ReplicatedWriteConflictException")
     assert refused > 20  # many aborts happened, each leaving a record for a while
     for name, member in cluster.members.items():
-        kept = member.store.db.execute("SELECT pid, item FROM mrsc_aborted").fetchall()
+        kept = [(pid, orjson.loads(record)[1]) for pid, record in member.store.side_scan(ABORTED)]
         # What stays is only newer than what both others were seen holding: at most a couple per item (6 items).
         assert len(kept) <= 12, (name, kept)
         assert all(pid.startswith(f"{name}-") for pid, _item in kept), kept

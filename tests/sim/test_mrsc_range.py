@@ -6,14 +6,16 @@ from __future__ import annotations
 import pytest
 
 from globaltables.chaos.checkers import linearizable
+from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.engine.storage.sqlite_store import SqliteStore
-from globaltables.engine.strong import StrongStore
 from globaltables.replication.mrsc import range_read
 from globaltables.replication.mrsc.messages import MessageError, RangeSynced, SyncRange, decode, encode
 from globaltables.replication.mrsc.range_read import RangeReader
+from globaltables.replication.mrsc.store import StrongStore
 from globaltables.runtime.rng import Rng
 from globaltables.sim.mrsc_cluster import MrscCluster
 from globaltables.sim.network import LinkSettings
+from store_probes import drop_item_rows
 
 TABLE = {
     "TableName": "Items",
@@ -89,7 +91,7 @@ def test_write_in_one_region_is_seen_by_the_next_query_and_scan_in_the_other():
     cluster.write(a, "put", C_KEYS[0], {"S": "v1"}, process=1)
     cluster.write(a, "put", D_KEYS[0], {"S": "d1"}, process=2)
     cluster.run_until(1.0)
-    cluster.members[b].store.db.execute("DELETE FROM items")  # b missed both Commits (lost): only a sync helps
+    drop_item_rows(cluster.members[b].store)  # b missed both Commits (lost): only a sync helps
     cluster.query(b, C, C_KEYS, process=3)
     cluster.run_until(2.0)
     got = {op.key["sk"]["S"]: op.value for op in reads(cluster)}
@@ -111,7 +113,7 @@ def test_pages_cover_a_range_larger_than_one_page(monkeypatch):
     for i, key in enumerate(keys):
         cluster.write(a, "put", key, {"S": f"v{i}" * 5}, process=i)
     cluster.run_until(1.0)
-    cluster.members[b].store.db.execute("DELETE FROM items")
+    drop_item_rows(cluster.members[b].store)
     for key in keys[:4]:  # b holds some at older versions, and lacks the rest
         cluster.members[b].strong.apply("Items", key, 0, "", None)
     cluster.query(b, C, keys, process="q")
@@ -130,8 +132,9 @@ def test_range_messages_round_trip_and_refuse_bad_shapes():
             decode(bad)
 
 
-def test_witness_lists_the_images_of_one_collection_only():
-    store = StrongStore(SqliteStore(None), None, "w")
+@pytest.mark.parametrize("make_store", [SqliteStore, MemoryStore])
+def test_witness_lists_the_images_of_one_collection_only(make_store):
+    store = StrongStore(make_store(), None, "w")
     for key in C_KEYS[:2] + D_KEYS:
         store.apply("Items", key, 1, "a-1-1", {**key, "value": {"S": "x"}})
     assert [record[1] for record in store.range_records("Items", C)] == C_KEYS[:2]

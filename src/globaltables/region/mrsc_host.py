@@ -36,9 +36,10 @@ from aiohttp import web
 from ..engine.engine import Engine
 from ..engine.errors import ResourceInUseException
 from ..engine.storage.sqlite_store import SqliteStore
-from ..engine.strong import StrongStore, make_strong
+from ..engine.strong import make_strong
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
+from ..replication.mrsc.store import StrongStore
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.transport import Envelope
 from .host_base import RegionHost, peer_transport

@@ -1,14 +1,14 @@
 """Three MRSC members on virtual time: the deterministic home of strong-mode tests (docs/mrsc.md).
 
 Theory of operation: the same `Scheduler`, `SimNetwork` and `SimClock` as sim/cluster.py's MREC `SimCluster`; per
-member a store, a `StrongStore` (engine/strong.py) and an `MrscNode` hosted by an `MrscDriver` (sim/cluster.py's
-`NodeDriver`, which also hands the node's completed client operations back to the cluster). Replicas run a real
-`Engine` with the tables, made strong as a region process makes its topology's tables (`make_strong`); the
-witness's store holds no tables (`api` is the engine its region would answer requests with, as the region process
-has one). Client operations are asynchronous, as over HTTP: `write` / `read` record the invocation in the History
-at once and the completion when the node reports it (or `info` if the member crashes first). `crash(member)` drops
-the node and its in-flight operations and keeps the store's committed data (the disk); `restart(member)` starts a
-fresh node on it, which resolves what it held pending first.
+member a `MemoryStore` (its "disk"), a `StrongStore` (replication/mrsc/store.py) and an `MrscNode` hosted by an
+`MrscDriver` (sim/cluster.py's `NodeDriver`, which also hands the node's completed client operations back to the
+cluster). Replicas run a real `Engine` with the tables, made strong as a region process makes its topology's
+tables (`make_strong`); the witness's store holds no tables (`api` is the engine its region would answer requests
+with, as the region process has one). Client operations are asynchronous, as over HTTP: `write` / `read` record
+the invocation in the History at once and the completion when the node reports it (or `info` if the member crashes
+first). `crash(member)` drops the node and its in-flight operations and keeps the store's committed data (the disk:
+its snapshot); `restart(member)` starts a fresh node on it, which resolves what it held pending first.
 
 Two ways in: the checkers' workloads use `write` / `read` / `query` (recorded here, with a `value` attribute); a
 region host's request path (region/mrsc_requests.py, driven by the pytest kit's simulated harness) runs each node
@@ -29,10 +29,12 @@ from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
 from ..engine.operations import delete_item, put_item, update_item
 from ..engine.schema import validate_item_size
-from ..engine.storage.sqlite_store import SqliteStore
-from ..engine.strong import StrongStore, item_id, make_strong
+from ..engine.storage.memory_store import MemoryStore
+from ..engine.strong import make_strong
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
+from ..replication.mrsc.records import item_id
+from ..replication.mrsc.store import StrongStore
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.ids import seeded_ids
 from ..runtime.rng import Rng
@@ -78,7 +80,7 @@ class MrscMember:
         self.witness = witness
         self.clock = SimClock(cluster.scheduler, offset_s=offset_s)
         self.ids = seeded_ids(cluster.rng.fork(f"ids/{name}"))  # one stream across restarts: no id drawn twice
-        self.store = SqliteStore(None)
+        self.store = cluster.make_store()
         self.engine: Engine | None = None  # a replica's tables; None for the witness
         self.api: Engine | None = None  # what the region's API answers with: the engine (a witness's has no tables)
         self.up = False
@@ -116,14 +118,17 @@ class MrscCluster:
         tables: Iterable[dict] | None = None,
         links: Mapping[tuple[str, str], LinkSettings] | None = None,
         clock_offsets: Mapping[str, float] | None = None,
+        make_store: Callable[[], Any] = MemoryStore,
     ) -> None:
         """`link`: every link's settings (default 30 ms + up to 2 ms uniform jitter); `links[(src, dest)]`: a
         directed link's own (the topology's). `tables`: CreateTable requests (default: `table`, else one table
         "Items" keyed by the string `pk`); the first is the table of `write` / `read` / `query`. `clock_offsets`:
-        seconds each member's wall clock is ahead (negative: behind)."""
+        seconds each member's wall clock is ahead (negative: behind). `make_store`: each member's empty store (its
+        "disk"; any store of engine/storage: tests hold the protocol to the same history on each)."""
         if len(set(members)) != 3 or (witness is not None and witness not in members):
             raise ValueError(f"an MRSC cluster has three distinct members (a witness among them), not {members!r}")
         self.scheduler = Scheduler()
+        self.make_store = make_store
         self.rng = Rng(seed)
         self.config = config or MrscConfig()
         self.network = SimNetwork(

@@ -16,8 +16,9 @@ Rules
    as the item-collection limit, see the batch's own writes, as inside an SQLite transaction) and recorded in a
    `MemoryTransaction`'s undo log, which is replayed backwards if anything raises.
 4. `snapshot` copies the committed state (the simulator's crash: what a restarted region finds); hooks stay behind.
-5. Strong mode (MRSC) keeps its proposals and votes in SQL tables (engine/strong.py): MRSC members run on
-   `SqliteStore`, in memory or on disk.
+5. Side records (records.py `SideChange`) live in one `SortedTable` per space, so a prefix is one `irange`; they
+   are written through the same undo log as items (inside a write, by a commit hook's `side_stage`) and copied by
+   `snapshot` with everything else, so a simulated crash keeps exactly what the SQLite store would.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from .records import HASH_SPACE, CommitHook, ItemWrite, StoredItem, TokenRecord, partition_hash
+from .records import HASH_SPACE, CommitHook, ItemWrite, SideChange, StoredItem, TokenRecord, partition_hash
 from .sorted_table import SortedTable
 
 MISSING = object()
@@ -138,6 +139,8 @@ class MemoryStore:
         self.next_iid = 1
         # On-demand backups (memory_backup_store.py): ARN -> (created, record bytes, [item bytes]).
         self.backups: dict[str, tuple[float, bytes, list[bytes]]] = {}
+        # Side records (rule 5): space -> SortedTable[key] = value bytes.
+        self.side: dict[str, SortedTable] = {}
 
     def change_log_store(self):
         from .memory_change_log_store import MemoryChangeLogStore
@@ -255,13 +258,55 @@ class MemoryStore:
         for key in [key for key in self.positions if key[1] == region and key[2] == tid]:
             del self.positions[key]
 
-    def table_records(self, table: str) -> Iterator[tuple[bytes, bytes, dict, str | None]]:
-        for (_h, pk, sk), (blob, _size, version) in list(self.items[self._tids[table]].items()):
-            yield pk, sk, orjson.loads(blob), version
+    def table_records(self, table: str, pk: bytes | None = None) -> Iterator[tuple[bytes, bytes, dict, str | None]]:
+        items = self.items[self._tids[table]]
+        if pk is None:
+            rows = list(items.items())
+        else:
+            low, high, inclusive = partition_bounds(partition_hash(pk), pk, None, None)
+            rows = [(key, items[key]) for key in list(items.irange(low, high, inclusive))]
+        for (_h, pk_, sk), (blob, _size, version) in rows:
+            yield pk_, sk, orjson.loads(blob), version
 
-    def table_tombstones(self, table: str) -> Iterator[tuple[bytes, bytes, str, float]]:
-        for (pk, sk), (version, deleted_at) in list(self.tombstones[self._tids[table]].items()):
-            yield pk, sk, version, deleted_at
+    def table_tombstones(self, table: str, pk: bytes | None = None) -> Iterator[tuple[bytes, bytes, str, float]]:
+        for (pk_, sk), (version, deleted_at) in list(self.tombstones[self._tids[table]].items()):
+            if pk is None or pk_ == pk:
+                yield pk_, sk, version, deleted_at
+
+    # ----------------------------------------------------------------------------------------------- side records
+
+    def side_get(self, space: str, key: str) -> bytes | None:
+        records = self.side.get(space)
+        return records.get(key) if records is not None else None
+
+    def side_scan(self, space: str, prefix: str = "") -> list[tuple[str, bytes]]:
+        records = self.side.get(space)
+        out: list[tuple[str, bytes]] = []
+        if records is None:
+            return out
+        for key in records.irange(prefix, None):
+            if not key.startswith(prefix):
+                break
+            out.append((key, records[key]))
+        return out
+
+    def side_write(self, changes: list[SideChange]) -> None:
+        tx = MemoryTransaction()
+        try:
+            self.side_stage(tx, changes)
+        except BaseException:
+            tx.rollback()
+            raise
+
+    def side_stage(self, tx: MemoryTransaction, changes: list[SideChange]) -> None:
+        for space, key, value in changes:
+            records = self.side.get(space)
+            if records is None:
+                records = self.side[space] = SortedTable()  # an empty space left behind reads as no records
+            if value is None:
+                tx.delete(records, key)
+            else:
+                tx.set(records, key, kept(value))
 
     def write(
         self,

@@ -2,9 +2,10 @@
 storage/memory_store.py in plain Python structures): item writes, stored items, change-log records, streams and
 index entries, and the partition hash that orders a table the way DynamoDB's hash partitioning does.
 
-A store is the contract the engine writes against: `ItemStore` for items, tombstones, positions and tokens,
-`ChangeLogStore` for the change log and the stream registry, `IndexStore` for index entries. Both implementations
-are held to it by the same tests (tests/engine/test_store_contract.py, and the engine tests run on each).
+A store is the contract the engine writes against: `ItemStore` for items, tombstones, positions, tokens and side
+records (`SideChange`), `ChangeLogStore` for the change log and the stream registry, `IndexStore` for index entries.
+Both implementations are held to it by the same tests (tests/engine/test_store_contract.py, and the engine tests
+run on each).
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ class TokenRecord:
 # with the items. The handle is opaque to the hook: it passes it to its own part of the same store
 # (`ChangeLogStore.append`, `IndexStore.put` / `delete`).
 CommitHook = Callable[[Any, list["ItemWrite"]], None]
+
+# One change to a side record, (space, key, value): a layer's own durable state kept beside the items (the strong
+# mode's proposals and votes, replication/mrsc/store.py), opaque bytes to the store; value None deletes the record.
+# Both stores list a space in key order (str order, which is UTF-8 byte order) and carry side records wherever they
+# carry items: the same transactions, the same snapshot.
+SideChange = tuple[str, str, bytes | None]
 
 
 @dataclass(frozen=True, slots=True)

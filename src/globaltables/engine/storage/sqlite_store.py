@@ -11,6 +11,9 @@ Rules
    DynamoDB's hash partitioning does: Scan walks tables in hash order, and a parallel scan's segments are ranges
    of the hash, so each item falls in exactly one segment.
 4. Items are stored as their normalised wire JSON (orjson bytes); the engine never needs another representation.
+5. Side records (`side_records`) are a layer's own durable state beside the items, opaque to the store: (space, key)
+   -> bytes, read by key or key prefix in key order, written on their own (`side_write`) or inside an item write's
+   transaction by a commit hook (`side_stage`), so they survive exactly what the items survive.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from .records import HASH_SPACE, CommitHook, ItemWrite, StoredItem, TokenRecord, partition_hash
+from .records import HASH_SPACE, CommitHook, ItemWrite, SideChange, StoredItem, TokenRecord, partition_hash
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (
@@ -84,6 +87,17 @@ CREATE TABLE IF NOT EXISTS replication_positions (
 ) WITHOUT ROWID;
 """
 
+# Side records (rule 5): keys are text, compared as UTF-8 bytes (SQLite's BINARY collation), which is the order of
+# Python's str comparison, so both stores list a space in the same order.
+SIDE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS side_records (
+    space TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (space, key)
+) WITHOUT ROWID;
+"""
+
 
 def add_sort_key_bounds(
     clauses: list[str], args: list, lower: tuple[bytes, bool] | None, upper: tuple[bytes, bool] | None
@@ -127,6 +141,7 @@ class SqliteStore:
         self.db.executescript(SCHEMA)
         self.db.executescript(TOKENS_SCHEMA)
         self.db.executescript(REPLICATION_SCHEMA)
+        self.db.executescript(SIDE_SCHEMA)
         self._tids: dict[str, int] = {}
         self._backups = None  # backup_store(), made on first use
         self.commit_hooks: list[CommitHook] = []
@@ -302,18 +317,61 @@ class SqliteStore:
             "DELETE FROM replication_positions WHERE region = ? AND tid = ?", (region, self._tids[table])
         )
 
-    def table_records(self, table: str) -> Iterator[tuple[bytes, bytes, dict, str | None]]:
-        """Every item of a table as (pk, sk, item, version), in no particular order (a new replica's snapshot)."""
-        for pk, sk, blob, version in self.db.execute(
-            "SELECT pk, sk, item, version FROM items WHERE tid = ?", (self._tids[table],)
-        ):
-            yield pk, sk, orjson.loads(blob), version
+    def table_records(self, table: str, pk: bytes | None = None) -> Iterator[tuple[bytes, bytes, dict, str | None]]:
+        """Every item of a table (or of its partition `pk`) as (pk, sk, item, version), in no particular order (a
+        new replica's snapshot, a strong range read)."""
+        where, args = self._records_where(table, pk)
+        for pk_, sk, blob, version in self.db.execute(f"SELECT pk, sk, item, version FROM items WHERE {where}", args):
+            yield pk_, sk, orjson.loads(blob), version
 
-    def table_tombstones(self, table: str) -> Iterator[tuple[bytes, bytes, str, float]]:
-        """Every tombstone of a table as (pk, sk, version, deleted_at)."""
-        yield from self.db.execute(
-            "SELECT pk, sk, version, deleted_at FROM tombstones WHERE tid = ?", (self._tids[table],)
+    def table_tombstones(self, table: str, pk: bytes | None = None) -> Iterator[tuple[bytes, bytes, str, float]]:
+        """Every tombstone of a table (or of its partition `pk`) as (pk, sk, version, deleted_at)."""
+        where, args = self._records_where(table, pk)
+        yield from self.db.execute(f"SELECT pk, sk, version, deleted_at FROM tombstones WHERE {where}", args)
+
+    def _records_where(self, table: str, pk: bytes | None) -> tuple[str, list]:
+        if pk is None:
+            return "tid = ?", [self._tids[table]]
+        return "tid = ? AND h = ? AND pk = ?", [self._tids[table], partition_hash(pk), pk]
+
+    # ----------------------------------------------------------------------------------------------- side records
+
+    def side_get(self, space: str, key: str) -> bytes | None:
+        row = self.db.execute("SELECT value FROM side_records WHERE space = ? AND key = ?", (space, key)).fetchone()
+        return row[0] if row else None
+
+    def side_scan(self, space: str, prefix: str = "") -> list[tuple[str, bytes]]:
+        """(key, value) of every record of `space` whose key starts with `prefix`, in key order."""
+        out = []
+        rows = self.db.execute(
+            "SELECT key, value FROM side_records WHERE space = ? AND key >= ? ORDER BY key", (space, prefix)
         )
+        for key, value in rows:
+            if not key.startswith(prefix):
+                break
+            out.append((key, value))
+        return out
+
+    def side_write(self, changes: list[SideChange]) -> None:
+        """Apply side-record changes ((space, key, value), value None deleting) in one transaction of their own."""
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            self.side_stage(db, changes)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def side_stage(self, tx: sqlite3.Connection, changes: list[SideChange]) -> None:
+        """Apply side-record changes on an open transaction (a commit hook's handle): they commit with its items."""
+        for space, key, value in changes:
+            if value is None:
+                tx.execute("DELETE FROM side_records WHERE space = ? AND key = ?", (space, key))
+            else:
+                tx.execute(
+                    "INSERT OR REPLACE INTO side_records (space, key, value) VALUES (?, ?, ?)", (space, key, value)
+                )
 
     def write(
         self,

@@ -8,7 +8,7 @@ A ConditionalCheckFailed found locally is confirmed first (a Sync with another m
 failure against a confirmed-latest version is answered. Time never aborts a proposal: the client's deadline answers
 500 and the proposal goes on being resolved (Propose re-sent, then Status after `resolve_ms`). A member that answered
 `conflict` is asked again (Repropose, every `retransmit_ms`): once its lower-ranked racing proposal is gone it
-accepts (docs/mrsc.md, "The split vote, resolved"). Every abort leaves the aborted record (engine/strong.py).
+accepts (docs/mrsc.md, "The split vote, resolved"). Every abort leaves the aborted record (store.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...engine.errors import ConditionalCheckFailedException, DynamoError
-from ...engine.strong import Pending, item_id
 from . import commit
 from .messages import ACCEPTS, CONFLICT, OUTRANKED, STALE, Abort, Commit, Propose, Repropose, Status, Vote
+from .records import Pending, item_id
 
 IN_DOUBT = "in-doubt"  # completion outcomes besides "ok", "rwce", "error": the host maps them to 500
 NOT_STARTED = "timeout"

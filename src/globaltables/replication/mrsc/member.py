@@ -39,7 +39,7 @@ Rank = Callable[[int, str], tuple[int, int]]  # (version, coordinator) -> rank
 
 
 class StrongPort(Protocol):
-    """What the core needs from a member's durable state: engine/strong.py's StrongStore."""
+    """What the core needs from a member's durable state: store.py's StrongStore."""
 
     region: str
     witness: bool

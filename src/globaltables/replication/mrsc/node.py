@@ -8,7 +8,7 @@ completed client operations are collected with `take_completions()` as (op id, o
 when retries ran out), "in-doubt" (500, the write may still commit) or "timeout" (500, certainly not applied).
 `others` lists the other two members, nearest first (the host knows the latencies).
 
-Durability (docs/mrsc.md): every state change goes through the port (engine/strong.py) before the message or the
+Durability (docs/mrsc.md): every state change goes through the port (store.py) before the message or the
 completion that implies it is emitted; the node's own memory (queues, votes collected, timers) may be lost in a crash.
 
 Deciding (docs/mrsc.md, "Who decides"): a proposal is decided by its coordinator; a proposal of another member
@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ...engine.errors import DynamoError
-from ...engine.strong import Pending, item_id
 from ...runtime.transport import Envelope
 from . import member
 from .config import MrscConfig
@@ -61,6 +60,7 @@ from .messages import (
     kind_of,
 )
 from .range_read import RangeReader, range_synced
+from .records import Pending, item_id
 from .strong_read import StrongReader, synced
 
 logger = logging.getLogger(__name__)
@@ -258,7 +258,7 @@ class MrscNode:
 
     def note_member_cv(self, member: str, table: str, key: dict, cv: int) -> None:
         """A vote showed `member` durably holding version `cv` of the item; once both others hold a version, the
-        aborted records at or below it can go (engine/strong.py `forget_aborted`)."""
+        aborted records at or below it can go (store.py `forget_aborted`)."""
         ident = (table, item_id(key))
         seen = self._member_cv.get(ident)
         if seen is None:
@@ -417,7 +417,7 @@ class MrscNode:
 
 
 def _coordinator_of(pid: str) -> str:
-    """Proposal ids are "<region>-<epoch>-<n>" (engine/strong.py)."""
+    """Proposal ids are "<region>-<epoch>-<n>" (records.py)."""
     return pid.rsplit("-", 2)[0]
 
 

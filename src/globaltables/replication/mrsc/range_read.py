@@ -2,7 +2,7 @@
 Scan").
 
 The range is an item collection (a Query's partition key value) or the whole table (a Scan, with or without
-segments). It is synced page by page, pages being intervals of item ids (the canonical key text, engine/strong.py
+segments). It is synced page by page, pages being intervals of item ids (the canonical key text, records.py
 `item_id`), in item-id order on both sides:
 Rule 1: the reader sends the commit versions of its records (items and tombstones) in the page (after, upper]: its
 next `PAGE_KEYS` records, `upper` the last of them, or no bound when fewer remain.
@@ -26,8 +26,8 @@ from typing import Any
 
 import orjson
 
-from ...engine.strong import item_id
 from .messages import RangeSynced, SyncRange
+from .records import item_id
 
 PAGE_KEYS = 500  # the reader's records per page
 PAGE_BYTES = 1 << 20  # the member cuts its answer short past this many bytes of images

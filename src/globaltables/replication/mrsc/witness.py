@@ -1,6 +1,6 @@
 """The witness: a member that votes and keeps committed images for the replicas, but serves no client requests.
 
-It runs the same node (member.py answers its votes; engine/strong.py keeps its images in `mrsc_witness`), never
+It runs the same node (member.py answers its votes; store.py keeps its images beside its versions), never
 coordinates a write and never reads for a client; a region host answers client data-plane requests to a witness
 with ResourceNotFoundException.
 """
