@@ -158,11 +158,12 @@ class Client:
             self.signed_with = signature
         cached = self.prefixes.get(operation)
         if cached is None:
-            cached = self.prefixes[operation] = (
+            head = (
                 f"POST / HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
                 "Content-Type: application/x-amz-json-1.0\r\n"
                 f"X-Amz-Target: DynamoDB_20120810.{operation}\r\n"
-            ).encode() + signature + b"Content-Length: "
+            ).encode()
+            cached = self.prefixes[operation] = head + signature + b"Content-Length: "
         return cached
 
     async def connect(self) -> Connection:
