@@ -77,10 +77,12 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
 
 
-def client(endpoint: str):
+def client(region: str, endpoint: str):
+    """A boto3 client of `region`'s endpoint: it must sign for that region (a region refuses a credential scope that
+    names another, as DynamoDB does); botocore dates every request as it sends it."""
     config = Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=60)
     return boto3.client(
-        "dynamodb", region_name="us-east-1", endpoint_url=endpoint,
+        "dynamodb", region_name=region, endpoint_url=endpoint,
         aws_access_key_id="bench", aws_secret_access_key="bench", config=config,
     )  # fmt: skip
 
@@ -99,7 +101,7 @@ def measure(mode: str, count: int, latency_ms: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix=f"mrsc-bench-{mode}-") as tmp:
         process, endpoints = start(Path(tmp), topology(mode, latency_ms))
         try:
-            writer, reader = client(endpoints["us-east-1"]), client(endpoints["us-east-2"])
+            writer, reader = client("us-east-1", endpoints["us-east-1"]), client("us-east-2", endpoints["us-east-2"])
             for i in range(5):  # warm up the connections (and the links)
                 writer.put_item(TableName="Items", Item={"id": {"S": f"warm-{i}"}})
                 reader.get_item(TableName="Items", Key={"id": {"S": f"warm-{i}"}}, ConsistentRead=True)

@@ -14,7 +14,8 @@ to core 1, so the 2-core machine is split fairly):
 
 The load generator is a raw asyncio HTTP/1.1 client (asyncio.Protocol, keep-alive, one connection per concurrent
 request, request bytes pre-framed): boto3 spends about 0.5 ms of CPU per call and could not load a server.
-Requests carry a fixed, syntactically complete SigV4 Authorization header; nobody here verifies signatures.
+Requests carry a well-formed SigV4 Authorization header dated when they are sent and scoped to the region they
+go to (bench/_sigv4.py): the region checks the signing window and the scope; no key store, so no signature.
 
 Usage: python bench/region_throughput.py [--quick] [--duration S] [--items N] [--targets trivial,region,...]
        [--baseline-rev REV [--baseline-rounds N]]   (bench/_baseline.py: the same run against a checkout of REV)
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import _baseline
 import orjson
+from _sigv4 import Signer
 
 HERE = Path(__file__).resolve().parent
 TABLE = "bench"
@@ -58,10 +60,7 @@ TARGETS = {
     "p99_ms": 10.0,
     "rss_bytes": 1 << 30,  # for 1,000,000 items
 }
-AUTHORIZATION = (
-    "AWS4-HMAC-SHA256 Credential=AKIDBENCHMARK/20260101/us-east-1/dynamodb/aws4_request, "
-    "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=" + "0" * 64
-)
+REGION = "us-east-1"  # the name the region targets serve (and their clients sign for)
 PAYLOAD = "x" * 150  # with the keys and a number, an item of about 200 bytes (DynamoDB's size rules)
 
 
@@ -143,22 +142,28 @@ class Connection(asyncio.Protocol):
 
 
 class Client:
-    """A pool of keep-alive connections to one endpoint; `call` frames a DynamoDB JSON request."""
+    """A pool of keep-alive connections to one endpoint of `region`; `call` frames a DynamoDB JSON request, signed
+    for that region at the second it is sent."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, region: str = REGION) -> None:
         self.host, self.port = host, port
-        self.prefixes: dict[str, bytes] = {}
+        self.signer = Signer(region)
+        self.prefixes: dict[str, bytes] = {}  # per operation, the request head up to Content-Length's value
+        self.signed_with = b""  # the signature lines the cached heads carry
 
     def prefix(self, operation: str) -> bytes:
+        signature = self.signer.lines()
+        if signature is not self.signed_with:  # a new second: the heads are framed again, with the new date
+            self.prefixes.clear()
+            self.signed_with = signature
         cached = self.prefixes.get(operation)
         if cached is None:
-            cached = self.prefixes[operation] = (
+            head = (
                 f"POST / HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
                 "Content-Type: application/x-amz-json-1.0\r\n"
                 f"X-Amz-Target: DynamoDB_20120810.{operation}\r\n"
-                f"Authorization: {AUTHORIZATION}\r\nX-Amz-Date: 20260101T000000Z\r\n"
-                "Content-Length: "
             ).encode()
+            cached = self.prefixes[operation] = head + signature + b"Content-Length: "
         return cached
 
     async def connect(self) -> Connection:
@@ -252,7 +257,7 @@ def make_server(kind: str, workdir: Path) -> Server:
     else:
         storage = ["--in-memory"] if kind == "region-mem" else ["--data-dir", str(workdir / f"{kind}-data")]
         command = [
-            python, "-m", "globaltables.cli.main", "region", "--name", "us-east-1", "--host", "127.0.0.1",
+            python, "-m", "globaltables.cli.main", "region", "--name", REGION, "--host", "127.0.0.1",
             "--port", str(port), "--log-level", "WARNING", *storage,
         ]
     return Server(kind, command, port, workdir)

@@ -3,7 +3,8 @@
 What it does (one run, `globaltables up` on a topology written to a temporary dir: us-east-1, eu-west-1,
 ap-southeast-1, every link 40 ms one way, no jitter, one table):
  1. Lag: for --duration seconds, 500 PutItem/s in all (open loop, spread over the three regions) from a raw asyncio
-    client (bench/region_throughput.py's; boto3 would cost more CPU than the regions). Replication lag per link is
+    client (bench/region_throughput.py's, each request signed for its region as it is sent; boto3 would cost more CPU
+    than the regions). Replication lag per link is
     read from each region's /control/status histograms (2 % buckets) before and after, so only this phase counts.
     Floor: the one-way link latency, 40 ms (plus up to `flush_interval`, 5 ms, of batching).
  2. MREC write latency: the same PutItems' client-side latency. Floor: a local commit (no cross-region wait), i.e.
@@ -105,9 +106,10 @@ class Topology:
                 self.process.wait(30)
 
 
-def client_of(endpoint: str) -> Client:
-    host, port = endpoint.removeprefix("http://").rsplit(":", 1)
-    return Client(host, int(port))
+def client_of(topology: Topology, region: str) -> Client:
+    """A client of `region`'s endpoint, signing for `region` (a region refuses a scope naming another one)."""
+    host, port = topology.endpoints[region].removeprefix("http://").rsplit(":", 1)
+    return Client(host, int(port), region)
 
 
 def put_body(key: str) -> bytes:
@@ -130,7 +132,7 @@ def lag_buckets(topology: Topology) -> dict[tuple[str, str], dict]:
 
 async def steady_writes(topology: Topology, rate: float, duration: float) -> list[float]:
     """Open-loop PutItems at `rate`/s over the three regions; the client-side latencies (ms)."""
-    clients = {region: client_of(topology.endpoints[region]) for region in REGIONS}
+    clients = {region: client_of(topology, region) for region in REGIONS}
     pools = {region: [await clients[region].connect() for _ in range(8)] for region in REGIONS}
     latencies: list[float] = []
     tasks = set()
@@ -160,7 +162,7 @@ async def steady_writes(topology: Topology, rate: float, duration: float) -> lis
 
 
 async def backlog_writes(topology: Topology, count: int) -> None:
-    client = client_of(topology.endpoints["us-east-1"])
+    client = client_of(topology, "us-east-1")
     next_index = 0
 
     async def worker() -> None:

@@ -55,6 +55,7 @@ from typing import Any
 
 import yaml
 
+from ..runtime.specs import type_name
 from ..runtime.yaml_documents import load_yaml, one_line
 from .credentials import CredentialsError, parse_credentials
 from .model import (
@@ -193,21 +194,6 @@ def _show(value: Any) -> str:
     if isinstance(value, (list, dict)):
         return yaml.safe_dump(value, default_flow_style=True).strip()
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def type_name(value: Any) -> str:
-    """How an error message names the kind of a wrong value ("a string", "null", ...)."""
-    if value is None:
-        return "null"
-    names = {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a mapping",
-    }
-    return names.get(type(value), type(value).__name__)
 
 
 class _Reader:
