@@ -190,3 +190,17 @@ async def test_a_peer_that_moves_is_followed_and_its_old_socket_closed(pair):
         assert a.transport.status()["peers"]["eu-west-1"]["connects"] == 2
     finally:
         await moved.stop()
+
+
+async def test_a_transport_without_peers_runs_until_stopped():
+    # A one-region topology has no links: the transport still runs (refusing with 401, not "shutting down").
+    alone = Node("us-east-1", {})
+    await alone.start()
+    try:
+        await asyncio.sleep(0.05)
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await session.ws_connect(alone.endpoint + REPLICATION_PATH)
+            assert refused.value.status == 401
+    finally:
+        await alone.stop()

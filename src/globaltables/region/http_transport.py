@@ -305,6 +305,7 @@ class HttpTransport:
             async with asyncio.TaskGroup() as links:
                 for out in self._outbound.values():
                     links.create_task(self._run_link(out), name=f"replication-link-{out.dest}")
+                await asyncio.Event().wait()  # until cancelled, links or none (a region without peers)
         finally:
             self._closing = True
             # Peers usually shut down at the same moment (`up` stops every region at once), and a graceful close
