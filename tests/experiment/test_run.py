@@ -51,7 +51,10 @@ def test_a_short_run_writes_results_that_match_the_schema_and_pass_the_checkers(
     results = json.loads((out / "results.json").read_text())
     jsonschema.validate(results, SCHEMA)
     assert results["mode"] == "mrec" and results["seed"] == 7 and results["topology"] == "quickstart"
-    assert {check["name"]: check["passed"] for check in results["checks"]} == {"lww": True, "convergence": True}
+    assert results["conflict_clock"] == "hlc"
+    assert {check["name"]: check["passed"] for check in results["checks"]} == {
+        "lww": True, "causal": True, "convergence": True
+    }
     mix = set(results["workload"]["mix"])
     assert mix <= set(OPERATIONS)
     for region in ("us-east-1", "eu-west-1", "ap-southeast-1"):
@@ -214,7 +217,9 @@ def test_a_run_on_regions_that_verify_signatures_signs_with_the_topologys_key(tm
     done = cli("run", str(topology), "--out", str(out), "--duration", str(SHORT_S), "--seed", "3", cwd=tmp_path)
     assert done.returncode == 0, done.stderr + done.stdout
     results = json.loads((out / "results.json").read_text())
-    assert {check["name"]: check["passed"] for check in results["checks"]} == {"lww": True, "convergence": True}
+    assert {check["name"]: check["passed"] for check in results["checks"]} == {
+        "lww": True, "causal": True, "convergence": True
+    }
     for region in ("us-east-1", "eu-west-1"):
         assert results["throughput"][region]["achieved_per_s"] > 0
         assert not set(results["errors"].get(region, {})) & {"UnrecognizedClientException", "InvalidSignatureException"}

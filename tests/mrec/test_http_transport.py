@@ -8,6 +8,7 @@ and a link reconnects after its peer comes back on the same port.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 
@@ -24,6 +25,7 @@ from globaltables.region.http_transport import (
     decode_envelope,
     encode_envelope,
 )
+from globaltables.runtime.task_owner import task_owner
 from globaltables.runtime.transport import Envelope
 
 SECRET = "s3cret"
@@ -53,10 +55,12 @@ class Node:
         site = web.TCPSite(self.runner, "127.0.0.1", port, reuse_address=True)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
-        await self.transport.start()
+        self.lifetime = contextlib.AsyncExitStack()  # the transport runs until stop() leaves its owner
+        tasks = await self.lifetime.enter_async_context(task_owner())
+        tasks.start(self.transport.run())
 
     async def stop(self) -> None:
-        await self.transport.close()
+        await self.lifetime.aclose()
         await self.runner.cleanup()
 
     @property
@@ -165,3 +169,38 @@ async def test_latency_override_and_reconnect_after_peer_restart(pair):
         await b2.stop()
         b.runner = b2.runner  # the fixture's stop() is now a no-op for b
         b.transport = b2.transport
+
+
+async def test_a_peer_that_moves_is_followed_and_its_old_socket_closed(pair):
+    # The peer's endpoint changes while the link is connected (a region restarted on another port): the writer
+    # closes the old socket itself and delivers what follows over a new one.
+    a, b = pair
+    a.transport.send(Envelope("us-east-1", "eu-west-1", "ship", 1))
+    await wait_for(lambda: len(b.inbox) == 1)
+    await wait_for(lambda: len(b.transport._inbound) == 1)
+    old = next(iter(b.transport._inbound))
+    moved = Node("eu-west-1", {"us-east-1": LinkDelay(30, 10)})
+    await moved.start()
+    try:
+        a.transport.set_endpoint("eu-west-1", moved.endpoint)
+        a.transport.send(Envelope("us-east-1", "eu-west-1", "ship", 2))
+        await wait_for(lambda: [e.msg_id for _, e in moved.inbox] == [2])
+        await wait_for(lambda: old.closed)  # the socket to the old address was closed, not left open
+        assert [e.msg_id for _, e in b.inbox] == [1]
+        assert a.transport.status()["peers"]["eu-west-1"]["connects"] == 2
+    finally:
+        await moved.stop()
+
+
+async def test_a_transport_without_peers_runs_until_stopped():
+    # A one-region topology has no links: the transport still runs (refusing with 401, not "shutting down").
+    alone = Node("us-east-1", {})
+    await alone.start()
+    try:
+        await asyncio.sleep(0.05)
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await session.ws_connect(alone.endpoint + REPLICATION_PATH)
+            assert refused.value.status == 401
+    finally:
+        await alone.stop()

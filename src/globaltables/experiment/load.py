@@ -348,26 +348,22 @@ class LoadGenerator:
         ops = OperationChooser(self.workload, region_rng.fork("ops"))
         slots_of = self._slots
         interval = 1.0 / self.workload.rate_per_region
-        tasks: set[asyncio.Task] = set()
         index = 0
-        while True:
-            intended = start + index * interval
-            if intended >= stop:
-                break
-            delay = intended - self.clock.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            op, index_of_key = ops.next(), keys.next()
-            key = self.codec.key(index_of_key)
-            target = self.workload.write_target(region, index_of_key) if op in WRITE_OPERATIONS else region
-            task = asyncio.create_task(
-                self.execute(target, op, key, intended, intended >= measure_from, slots_of[target])
-            )
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-            index += 1
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        async with asyncio.TaskGroup() as requests:  # every operation of this region's phase, awaited at its end
+            while True:
+                intended = start + index * interval
+                if intended >= stop:
+                    break
+                delay = intended - self.clock.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                op, index_of_key = ops.next(), keys.next()
+                key = self.codec.key(index_of_key)
+                target = self.workload.write_target(region, index_of_key) if op in WRITE_OPERATIONS else region
+                requests.create_task(
+                    self.execute(target, op, key, intended, intended >= measure_from, slots_of[target])
+                )
+                index += 1
 
     async def probe(self, region_index: int, source: str) -> None:
         """Write the source's probe key periodically; measure when each other replica first returns it."""
@@ -412,15 +408,13 @@ class LoadGenerator:
             stop = measure_from + duration_s
             if on_start is not None:
                 on_start(measure_from)
-            probes = []
-            if self.workload.lag_probe_interval_s > 0 and len(self.endpoints) > 1:
-                probes = [
-                    asyncio.create_task(self.probe(index, region))
-                    for index, region in enumerate(self.endpoints)
-                    if region in self.regions
-                ]
-            await asyncio.gather(*(self.drive(region, start, measure_from, stop) for region in self.regions))
-            self.stop_probes.set()
-            await asyncio.gather(*probes, return_exceptions=True)
+            # The phase's group: the lag probes, which stop once every region's load is done, and the drivers.
+            async with asyncio.TaskGroup() as phase:
+                if self.workload.lag_probe_interval_s > 0 and len(self.endpoints) > 1:
+                    for index, region in enumerate(self.endpoints):
+                        if region in self.regions:
+                            phase.create_task(self.probe(index, region))
+                await asyncio.gather(*(self.drive(region, start, measure_from, stop) for region in self.regions))
+                self.stop_probes.set()
             self.session = None
         return measure_from, stop

@@ -122,6 +122,7 @@ SCHEMA: dict[str, Any] = {
         "name": {"type": "string"},
         "topology": {"type": "string"},
         "mode": {"enum": ["mrec", "mrsc"]},
+        "conflict_clock": {"enum": ["hlc", "wall"]},
         "seed": {"type": "integer"},
         "regions": {"type": "array", "items": {"type": "string"}},
         "workload": {"type": "object", "required": ["table", "duration_s", "rate_per_region", "mix"]},

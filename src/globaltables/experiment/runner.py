@@ -4,8 +4,9 @@ Steps: start the topology's regions (the `up` Supervisor, in-process, on a throw
 find them already running where the topology places them: experiment/deployment.py) → they create the declared
 tables → warm-up and measured load (experiment/load.py) → stop the load → quiesce (every lane's acked ==
 log_end on two consecutive polls of each region's /control/status, as `globaltables check` waits) → read every
-replica's final items (consistent Scans) → checkers (chaos/checkers: lww for MREC, convergence) → stop the regions →
-write DIR: results.json (docs/results.md), history.jsonl, final_state.jsonl, report.md, *.png, logs/.
+replica's final items (consistent Scans) → checkers (chaos/checkers: lww, and causal under the HLC, for MREC;
+linearizable for MRSC; convergence) → stop the regions → write DIR: results.json (docs/results.md), history.jsonl,
+final_state.jsonl, report.md, *.png, logs/. Each step is a phase function over one RunContext (`_run_against`).
 
 Exit status: 0 every checker's verdict is valid, 1 one is invalid, 2 none is invalid but one is unknown (a search
 ran out of budget: its keys are listed) or the run could not complete (bad files, regions that would not start, a
@@ -29,6 +30,7 @@ from typing import IO, Any
 import aiohttp
 import orjson
 
+from ..chaos.checkers.causal import check_causal
 from ..chaos.checkers.convergence import check_convergence
 from ..chaos.checkers.linearizable import check as check_linearizable
 from ..chaos.checkers.list_append import check_list_append
@@ -41,6 +43,7 @@ from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
 from ..region.http_transport import SECRET_HEADER
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
+from ..runtime.task_owner import task_owner
 from ..topology.load import TopologyError
 from ..topology.model import Topology
 from . import ledger
@@ -53,6 +56,7 @@ from .workload import Workload, parse_workload
 
 EXIT_PASSED, EXIT_CHECK_FAILED, EXIT_INCOMPLETE = 0, 1, 2
 READY_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0  # for the supervisor to stop its regions after the run
 STATUS_POLL_S = 0.05
 DEFAULT_SEED = 1
 
@@ -210,14 +214,20 @@ class Regions:
 # ------------------------------------------------------------------------------------------------ checkers
 
 
-def run_checkers(mode: str, history: History, final_states: dict) -> list[CheckResult]:
-    """MREC: every replica holds the LWW winner; MRSC: strong reads are linearizable per key. Both: convergence.
-    A list-append workload (its history has `append` ops) is checked by the list-append checker instead."""
+def run_checkers(
+    mode: str, history: History, final_states: dict, conflict_clock: str | None = "hlc"
+) -> list[CheckResult]:
+    """MREC: every replica holds the LWW winner and, under `conflict_clock: hlc`, a write that causally follows
+    another wins (chaos/checkers/causal.py: what the HLC promises and wall clocks break); MRSC: strong reads are
+    linearizable per key. Both: convergence. A list-append workload (its history has `append` ops) is checked by
+    the list-append checker instead of lww, causal and linearizable."""
     checks = [check_convergence(final_states, history=history)]
     if any(op.f == "append" for op in history.ops):
         checks.insert(0, check_list_append(history, final_states, strong=mode == "mrsc"))
     elif mode == "mrec":
         checks.insert(0, check_lww(history, final_states))
+        if conflict_clock == "hlc":
+            checks.insert(1, check_causal(history, final_states))
     else:
         checks.insert(0, check_linearizable(history, reads=("strong_get",)))
     return checks
@@ -286,7 +296,8 @@ def check_results_dir(directory: Path, out: IO[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as error:
         print(f"globaltables check: {directory}: cannot read the results: {error}", file=sys.stderr)
         return EXIT_INCOMPLETE
-    checks = run_checkers(results.get("mode", "mrec"), history, states)
+    # Results written before they named their conflict clock are checked as they were then: without causal.
+    checks = run_checkers(results.get("mode", "mrec"), history, states, results.get("conflict_clock"))
     for check in checks:
         print(str(check), file=out)
     return exit_status(checks)
@@ -365,166 +376,269 @@ async def run_experiment(
     out_dir = out_dir if out_dir is not None else default_out_dir(topology)
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(duration_s=workload.duration_s)
-    shower = asyncio.create_task(_show_progress(progress, progress_stream)) if progress_stream else None
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    try:
-        if attach:
-            try:
-                deployment = await asyncio.to_thread(attached, topology)
-            except DeploymentError as error:
-                return RunOutcome(EXIT_INCOMPLETE, out_dir, reason=str(error))
-            results = await _run_against(deployment, topology, workload, seed, chaos_path, schedule, progress,
-                                         out_dir, started_at)  # fmt: skip
-        else:
-            results = await _run_supervised(topology_path, topology, workload, seed, chaos_path, schedule, progress,
-                                            out_dir, started_at)  # fmt: skip
-    except (TimeoutError, RunAborted, SupervisorError, OSError, aiohttp.ClientError) as error:
-        return RunOutcome(
-            EXIT_INCOMPLETE,
-            out_dir,
-            reason=f"{type(error).__name__}: {error}" if not isinstance(error, RunAborted) else str(error),
-        )
-    finally:
-        if shower is not None:
-            shower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await shower
+    experiment = Experiment(topology, workload, seed, chaos_path, schedule, out_dir, started_at)
+    async with task_owner() as tasks:  # the progress line lives as long as the run
+        if progress_stream:
+            tasks.start(_show_progress(progress, progress_stream), name="progress")
+        try:
+            if attach:
+                try:
+                    deployment = await asyncio.to_thread(attached, topology)
+                except DeploymentError as error:
+                    return RunOutcome(EXIT_INCOMPLETE, out_dir, reason=str(error))
+                results = await _run_against(deployment, experiment, progress)
+            else:
+                results = await _run_supervised(topology_path, experiment, progress)
+        except (TimeoutError, RunAborted, SupervisorError, OSError, aiohttp.ClientError) as error:
+            return RunOutcome(
+                EXIT_INCOMPLETE,
+                out_dir,
+                reason=f"{type(error).__name__}: {error}" if not isinstance(error, RunAborted) else str(error),
+            )
     from .report import write_report
 
     write_report(out_dir, results, topology, make_plots=make_plots)
     return RunOutcome(exit_status(results["checks"]), out_dir, results)
 
 
-async def _run_supervised(topology_path: Path, topology: Topology, workload: Workload, seed: int,
-                          chaos_path: Path | None, schedule: Any, progress: Progress, out_dir: Path,
-                          started_at: str) -> dict[str, Any]:  # fmt: skip
+async def _run_supervised(topology_path: Path, experiment: Experiment, progress: Progress) -> dict[str, Any]:
     """Start the regions (an in-process `up` on a throw-away state dir), run, stop them, keep their logs."""
+    topology, out_dir = experiment.topology, experiment.out_dir
     state_dir = Path(tempfile.mkdtemp(prefix=f"globaltables-run-{topology.name}-"))
     supervisor = Supervisor(topology, Path(topology_path), state_dir, _ReadyWatcher())  # type: ignore[arg-type]
     watcher: _ReadyWatcher = supervisor.out  # type: ignore[assignment]
-    supervised = asyncio.create_task(supervisor.run())
+    async with task_owner() as tasks:
+        supervised = tasks.start(_supervise(supervisor), name="supervisor")
+        try:
+            await _wait_ready(watcher, supervised)
+            deployment = Deployment(
+                {name: child.endpoint for name, child in supervisor.children.items() if child.endpoint},
+                supervisor.secret,
+                {name: supervisor.control_url for name in supervisor.children if supervisor.control_url},
+                fresh=True,
+            )
+            return await _run_against(deployment, experiment, progress)
+        finally:
+            progress.phase = "stopping"
+            supervisor.request_stop()
+            await asyncio.wait({supervised}, timeout=STOP_TIMEOUT_S)
+            if not supervised.done():  # stuck: cancelled (its regions are still stopped by its own finally)
+                supervised.cancel()
+                await asyncio.wait({supervised})
+            with contextlib.suppress(OSError):
+                if (state_dir / "logs").exists():
+                    shutil.copytree(state_dir / "logs", out_dir / "logs", dirs_exist_ok=True)
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+
+async def _supervise(supervisor: Supervisor) -> Exception | None:
+    """The supervisor's whole run. Its error is the task's result, not raised: `_wait_ready` reports it (the
+    regions did not start), and after the run it changes nothing, rather than cancelling the run around it."""
     try:
-        await _wait_ready(watcher, supervised)
-        deployment = Deployment(
-            {name: child.endpoint for name, child in supervisor.children.items() if child.endpoint},
-            supervisor.secret,
-            {name: supervisor.control_url for name in supervisor.children if supervisor.control_url},
-            fresh=True,
-        )
-        return await _run_against(deployment, topology, workload, seed, chaos_path, schedule, progress, out_dir,
-                                  started_at)  # fmt: skip
-    finally:
-        progress.phase = "stopping"
-        supervisor.request_stop()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(supervised, 60)
-        with contextlib.suppress(OSError):
-            if (state_dir / "logs").exists():
-                shutil.copytree(state_dir / "logs", out_dir / "logs", dirs_exist_ok=True)
-        shutil.rmtree(state_dir, ignore_errors=True)
+        await supervisor.run()
+    except Exception as error:  # noqa: BLE001 - reported by _wait_ready
+        return error
+    return None
 
 
 async def _wait_ready(watcher: _ReadyWatcher, supervised: asyncio.Task) -> None:
-    ready = asyncio.create_task(watcher.ready.wait())
-    done, _ = await asyncio.wait({ready, supervised}, timeout=READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
-    if ready not in done:
+    """Until the supervisor says ready; RunAborted if it ended first or READY_TIMEOUT_S passed. A race of two waits,
+    the ready wait owned (and ended) here."""
+    async with asyncio.TaskGroup() as race:
+        ready = race.create_task(watcher.ready.wait())
+        done, _ = await asyncio.wait({ready, supervised}, timeout=READY_TIMEOUT_S,
+                                     return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
         ready.cancel()
+    if ready not in done:
         if supervised.done():
-            error = supervised.exception()
+            error = supervised.result()
             raise RunAborted(f"the regions did not start: {error or 'the supervisor exited'}")
         raise RunAborted(f"the regions were not ready after {READY_TIMEOUT_S:.0f} s")
 
 
-async def _run_against(
-    deployment: Deployment,
-    topology: Topology,
-    workload: Workload,
-    seed: int,
-    chaos_path: Path | None,
-    schedule: Any,
-    progress: Progress,
-    out_dir: Path,
-    started_at: str,
-) -> dict[str, Any]:
-    """The experiment proper, on regions that are up: load and faults, heal, quiesce, final reads, checks."""
+# ------------------------------------------------------------------------------------------ the run's phases
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment's inputs, fixed before anything starts."""
+
+    topology: Topology
+    workload: Workload
+    seed: int
+    chaos_path: Path | None
+    schedule: Any  # chaos/schedule.py Schedule, or None
+    out_dir: Path
+    started_at: str
+
+
+@dataclass
+class RunContext:
+    """What the phases of one run share: the experiment, the regions it runs on, the history every phase records
+    into, and what each phase leaves for the later ones."""
+
+    experiment: Experiment
+    progress: Progress
+    regions: Regions
+    replicas: list[str]
+    clock: SystemClock
+    history: History
+    preexisting: dict[str, set[str]] = field(default_factory=dict)  # ready: keys held before the run
+    load: LoadGenerator | None = None  # load: the generator, its samples and lag probes
+    measure_from: float = 0.0
+    measure_to: float = 0.0
+    waited: float | None = None  # quiesce: seconds until drained, None when it did not within the timeout
+    convergence: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class FinalReads:
+    """What the regions hold once replication is quiet: status, apply decisions and every replica's items."""
+
+    statuses: dict[str, dict]
+    decisions: dict[str, list[dict]]
+    states: dict[str, dict[str, dict]]
+
+
+async def _run_against(deployment: Deployment, experiment: Experiment, progress: Progress) -> dict[str, Any]:
+    """The experiment proper, on regions that are up: ready, load and faults (then heal), quiesce, final reads,
+    check, results."""
+    topology = experiment.topology
     replicas = [region.name for region in topology.replicas]
     endpoints = {name: deployment.endpoints[name] for name in replicas}
     clock = SystemClock()
-    history = History(clock)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
         regions = Regions(endpoints, deployment.secret, session, topology.credentials)
-        await _require_mode(topology, regions)
-        table = next(spec for spec in topology.tables if spec.name == workload.table)
-        # Regions attached to may hold items of earlier runs: those the run never writes are not its to judge.
-        preexisting = {} if deployment.fresh else await _table_keys(regions, topology, replicas)
-        load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), history, clock, topology.credentials)
-        progress.load, progress.phase = load, "load"
+        run = RunContext(experiment, progress, regions, replicas, clock, History(clock))
+        await _ready(run, deployment)
+        await _load_and_faults(run, deployment)
+        await _quiesce(run)
+        final = await _final_reads(run)
+    final.states = _written_or_new(final.states, run.preexisting, run.history)  # what is judged and kept
+    checks = _check(run, final)
+    lost = _write_artifacts(run, final, checks)
+    return _results(run, final, checks, lost)
 
-        chaos_task: asyncio.Future | None = None
-        controller = None
-        if schedule is not None:
-            from ..chaos.controller import Controller
 
-            target = deployment.control_target(topology)
-            chaos_log = open(out_dir / "chaos.log", "w")  # noqa: SIM115, ASYNC230 - tiny; closed after the run
-            controller = Controller(target, _LoopFaults(history, asyncio.get_running_loop(), clock),
-                                    log=lambda line: (chaos_log.write(line + "\n"), chaos_log.flush()))  # fmt: skip
-            progress.controller = controller
+async def _ready(run: RunContext, deployment: Deployment) -> None:
+    """The regions run the topology's mode; on regions attached to, the keys already there (not the run's to
+    judge unless it writes them)."""
+    await _require_mode(run.experiment.topology, run.regions)
+    if not deployment.fresh:
+        run.preexisting = await _table_keys(run.regions, run.experiment.topology, run.replicas)
 
-        def started(measure_from: float) -> None:
-            nonlocal chaos_task
-            progress.measure_from = measure_from
-            if controller is not None:
 
-                def run_schedule() -> None:
-                    time.sleep(max(0.0, measure_from - time.monotonic()))
-                    controller.run(schedule, quiet=False)
+async def _load_and_faults(run: RunContext, deployment: Deployment) -> None:
+    """Warm-up and measured load, with the chaos schedule (on a thread) from the start of the measured period;
+    then the heal: the schedule's end and final heal awaited."""
+    experiment = run.experiment
+    topology, workload, schedule = experiment.topology, experiment.workload, experiment.schedule
+    table = next(spec for spec in topology.tables if spec.name == workload.table)
+    load = LoadGenerator(workload, run.regions.endpoints, table.request(), Rng(experiment.seed), run.history,
+                         run.clock, topology.credentials)  # fmt: skip
+    run.load = load
+    run.progress.load, run.progress.phase = load, "load"
+    controller = None
+    chaos_log: IO[str] | None = None
+    if schedule is not None:
+        from ..chaos.controller import Controller
 
-                chaos_task = asyncio.ensure_future(asyncio.to_thread(run_schedule))
+        target = deployment.control_target(topology)
+        chaos_log = open(experiment.out_dir / "chaos.log", "w")  # noqa: SIM115, ASYNC230 - tiny; closed after the run
+        log = chaos_log
+        controller = Controller(target, _LoopFaults(run.history, asyncio.get_running_loop(), run.clock),
+                                log=lambda line: (log.write(line + "\n"), log.flush()))  # fmt: skip
+        run.progress.controller = controller
+    try:
+        async with task_owner() as phase:
+            chaos: list[asyncio.Task] = []
 
-        measure_from, measure_to = await load.run(workload.warmup_s, workload.duration_s, started)
-        if chaos_task is not None:
-            progress.phase = "healing"
-            await chaos_task
+            def started(measure_from: float) -> None:
+                run.progress.measure_from = measure_from
+                if controller is not None:
+
+                    def run_schedule() -> None:
+                        time.sleep(max(0.0, measure_from - time.monotonic()))
+                        controller.run(schedule, quiet=False)
+
+                    chaos.append(phase.start(asyncio.to_thread(run_schedule), name="chaos-schedule"))
+
+            run.measure_from, run.measure_to = await load.run(workload.warmup_s, workload.duration_s, started)
+            if chaos:
+                run.progress.phase = "healing"
+                await chaos[0]
+    finally:
+        if chaos_log is not None:
             chaos_log.close()
-        await asyncio.sleep(0)  # let the controller's last fault records land in the history
-        progress.phase = "quiescing"
-        waited = await regions.wait_quiesced(workload.quiesce_timeout_s)
-        drained = time.monotonic()
-        convergence = [{"after": "end of load", "ms": None if waited is None else round(waited * 1000.0, 1)}]
-        heals = [op for op in history.faults() if op.f == "heal" and (op.value or {}).get("phase") == "final"]
-        if heals and waited is not None:
-            convergence.append({"after": "final heal", "ms": round((drained - heals[-1].mono) * 1000.0, 1)})
-        if schedule is not None and schedule.quiet_s > 0:
-            await asyncio.sleep(schedule.quiet_s)  # the schedule's quiet period before the checkers read
-        progress.phase = "checking"
-        statuses = {name: await regions.status(name) for name in replicas}
-        decisions = {name: await regions.apply_decisions(name) for name in replicas}
-        states: dict[str, dict[str, dict]] = {}
-        for name in replicas:
-            states[name] = {}
-            for spec in topology.tables:
-                key_names = [k["AttributeName"] for k in spec.definition["KeySchema"]]
-                states[name][spec.name] = await regions.scan(name, spec.name, key_names)
-    states = _written_or_new(states, preexisting, history)  # what the checks judge and final_state.jsonl keeps
-    checks = run_checkers(topology.mode, history, states)
-    if waited is None:
+    await asyncio.sleep(0)  # let the controller's last fault records land in the history
+
+
+async def _quiesce(run: RunContext) -> None:
+    """Until every lane is drained (bounded), the convergence times, then the schedule's quiet period."""
+    workload, schedule = run.experiment.workload, run.experiment.schedule
+    run.progress.phase = "quiescing"
+    run.waited = waited = await run.regions.wait_quiesced(workload.quiesce_timeout_s)
+    drained = time.monotonic()
+    run.convergence = [{"after": "end of load", "ms": None if waited is None else round(waited * 1000.0, 1)}]
+    heals = [op for op in run.history.faults() if op.f == "heal" and (op.value or {}).get("phase") == "final"]
+    if heals and waited is not None:
+        run.convergence.append({"after": "final heal", "ms": round((drained - heals[-1].mono) * 1000.0, 1)})
+    if schedule is not None and schedule.quiet_s > 0:
+        await asyncio.sleep(schedule.quiet_s)  # the schedule's quiet period before the checkers read
+
+
+async def _final_reads(run: RunContext) -> FinalReads:
+    run.progress.phase = "checking"
+    regions, replicas = run.regions, run.replicas
+    statuses = {name: await regions.status(name) for name in replicas}
+    decisions = {name: await regions.apply_decisions(name) for name in replicas}
+    states: dict[str, dict[str, dict]] = {}
+    for name in replicas:
+        states[name] = {}
+        for spec in run.experiment.topology.tables:
+            key_names = [k["AttributeName"] for k in spec.definition["KeySchema"]]
+            states[name][spec.name] = await regions.scan(name, spec.name, key_names)
+    return FinalReads(statuses, decisions, states)
+
+
+def _check(run: RunContext, final: FinalReads) -> list[CheckResult]:
+    topology, workload = run.experiment.topology, run.experiment.workload
+    checks = run_checkers(topology.mode, run.history, final.states, topology.conflict_clock)
+    if run.waited is None:
         checks.append(
             CheckResult("quiescence", False, f"replication did not drain within {workload.quiesce_timeout_s:.0f} s")
         )
+    return checks
+
+
+def _write_artifacts(run: RunContext, final: FinalReads, checks: list[CheckResult]) -> ledger.Ledger:
+    """history.jsonl (and its exports), samples.csv, final_state.jsonl, the lost-write ledger, checks.txt and
+    checks.json; the ledger, for results.json."""
+    out_dir, history, load = run.experiment.out_dir, run.history, run.load
+    assert load is not None
     history.write_jsonl(out_dir / "history.jsonl")
     write_exports(out_dir, history, exclude=is_probe_key)  # for elle-cli and Porcupine (chaos/exports.py)
-    write_samples(out_dir / "samples.csv", load.samples, measure_from)
-    write_final_states(out_dir / "final_state.jsonl", states)
-    lost = ledger.build_ledger(history, decisions, measure_from)
-    ledger.write_files(out_dir, lost, decisions)
+    write_samples(out_dir / "samples.csv", load.samples, run.measure_from)
+    write_final_states(out_dir / "final_state.jsonl", final.states)
+    lost = ledger.build_ledger(history, final.decisions, run.measure_from)
+    ledger.write_files(out_dir, lost, final.decisions)
     (out_dir / "checks.txt").write_text("\n".join(str(check) for check in checks) + "\n")
     (out_dir / "checks.json").write_bytes(orjson.dumps([check.to_dict() for check in checks]))
-    measured = measure_to - measure_from
+    return lost
+
+
+def _results(run: RunContext, final: FinalReads, checks: list[CheckResult], lost: ledger.Ledger) -> dict[str, Any]:
+    """results.json (docs/results.md)."""
+    experiment, history, load = run.experiment, run.history, run.load
+    assert load is not None
+    topology, workload, schedule = experiment.topology, experiment.workload, experiment.schedule
+    measure_from = run.measure_from
+    measured = run.measure_to - measure_from
     samples = load.samples
     rwce = sum(1 for s in samples if s.error == "ReplicatedWriteConflictException")
-    applied = sum(status.get("received", {}).get("applied_records", 0) for status in statuses.values())
-    won = sum(status.get("received", {}).get("won", 0) for status in statuses.values())
+    applied = sum(status.get("received", {}).get("applied_records", 0) for status in final.statuses.values())
+    won = sum(status.get("received", {}).get("won", 0) for status in final.statuses.values())
     throughput = {}
     for region in load.regions:
         count = sum(1 for s in samples if s.region == region and s.measured and s.outcome != "info")
@@ -540,7 +654,8 @@ async def _run_against(
         "name": f"{topology.name}",
         "topology": topology.name,
         "mode": topology.mode,
-        "seed": seed,
+        "conflict_clock": topology.conflict_clock,
+        "seed": experiment.seed,
         "regions": list(topology.region_names),
         "links_ms": {
             f"{a}->{b}": topology.link(a, b).latency_ms
@@ -549,9 +664,9 @@ async def _run_against(
             if a != b
         },
         "workload": wl,
-        "chaos": str(chaos_path) if chaos_path else None,
+        "chaos": str(experiment.chaos_path) if experiment.chaos_path else None,
         "chaos_seed": getattr(schedule, "seed", None),
-        "started_at": started_at,
+        "started_at": experiment.started_at,
         "duration_s": round(measured, 3),
         "throughput": throughput,
         "latency_ms": results_module.latency_table(samples),
@@ -567,8 +682,8 @@ async def _run_against(
         "lost_writes": lost.summary(),
         "checks": [check_summary(c) for c in checks],
         "staleness": check_staleness(history)[1],
-        "convergence_ms": convergence,
-        "quiesced": waited is not None,
+        "convergence_ms": run.convergence,
+        "quiesced": run.waited is not None,
         "faults": [op.to_dict() for op in history.faults()],
         "measure_from_mono": measure_from,
         "timeline": results_module.timeline(samples, measure_from),

@@ -51,6 +51,7 @@ from aiohttp import web
 import globaltables
 
 from ..region.http_transport import SECRET_HEADER, secret_offered
+from ..runtime.task_owner import task_owner
 from ..topology.load import TopologyError
 from ..topology.model import Region, Topology, is_loopback
 from ..topology.secret import SECRET_ENV, SecretError, read_secret, topology_secret
@@ -300,9 +301,9 @@ class Supervisor:
             for child in self.children.values():
                 self.emit({"region": child.name, "endpoint": child.endpoint, "role": child.region.role})
             self.emit({"ready": True})
-            reaper = asyncio.create_task(self._reap_forever())
-            await self._stop.wait()
-            reaper.cancel()
+            async with task_owner() as tasks:  # the reaper lives until the stop
+                tasks.start(self._reap_forever(), name="supervisor-reaper")
+                await self._stop.wait()
             return 0
         finally:
             await self._stop_all()

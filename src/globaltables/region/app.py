@@ -6,14 +6,13 @@ thread-safe; running it inline is both the fastest and the only correct way), or
 request ids. Protocol decisions live in `wire.py`, content-coding (compressed requests and answers) in
 `content_coding.py`; both run in `answer_post`, which the HTTP front (http_front.py) calls too, so the two paths
 answer alike. The engine's background work (index backfills and purges) runs in bounded steps between requests,
-owned by the application's cleanup context; so do the TTL sweep and the trim of stream records past retention,
-every `--ttl-sweep-interval` seconds.
+owned by the application's cleanup context (a task owner, runtime/task_owner.py, entered at startup and left at
+cleanup); so do the TTL sweep and the trim of stream records past retention, every `--ttl-sweep-interval` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from aiohttp import web
 
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError
+from ..runtime.task_owner import task_owner
 from . import content_coding, http_errors, wire
 
 ENGINE = web.AppKey("engine", Engine)
@@ -62,11 +62,9 @@ async def background_work(app: web.Application) -> AsyncIterator[None]:
                 await asyncio.sleep(1.0)
             await asyncio.sleep(0)  # let waiting requests run between steps
 
-    task = asyncio.create_task(run())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with task_owner() as tasks:
+        tasks.start(run(), name="engine-background")
+        yield
 
 
 async def expiry_work(app: web.Application) -> AsyncIterator[None]:
@@ -89,11 +87,9 @@ async def expiry_work(app: web.Application) -> AsyncIterator[None]:
             except Exception:  # keep serving; the next interval tries again
                 log.exception("TTL sweep or stream trim failed")
 
-    task = asyncio.create_task(run())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with task_owner() as tasks:
+        tasks.start(run(), name="ttl-sweep")
+        yield
 
 
 def make_runner(app: web.Application, **options: Any) -> web.AppRunner:

@@ -8,7 +8,7 @@ the shared secret (nothing changes), 409 when the region refuses with a DynamoDB
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
@@ -19,6 +19,8 @@ from aiohttp import web
 from ..engine.errors import DynamoError
 from .http_transport import SECRET_HEADER
 
+log = logging.getLogger("globaltables.region.control")
+
 
 async def drive_each(
     pending: Callable[[], dict[Hashable, tuple]],
@@ -28,22 +30,28 @@ async def drive_each(
     session: aiohttp.ClientSession,
 ) -> None:
     """Until cancelled, every `interval`: start `drive(*args)` for every procedure `pending()` lists ({key: args})
-    that has no live task in `running` (a failed or finished one is started again while still pending). On the way
-    out, cancel and await every task, then close the steps' session."""
+    that has no live task in `running` (a failed or finished one is started again while still pending). The drives
+    are children of one TaskGroup: on the way out every one is cancelled and awaited, then the steps' session is
+    closed."""
     try:
-        while True:
-            for key, args in pending().items():
-                task = running.get(key)
-                if task is None or task.done():
-                    running[key] = asyncio.create_task(drive(*args))
-            await asyncio.sleep(interval)
+        async with asyncio.TaskGroup() as drives:
+            while True:
+                for key, args in pending().items():
+                    task = running.get(key)
+                    if task is None or task.done():
+                        running[key] = drives.create_task(_contained(drive(*args)))
+                await asyncio.sleep(interval)
     finally:
-        for task in running.values():
-            task.cancel()
-        for task in running.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
         await session.close()
+
+
+async def _contained(drive: Awaitable[None]) -> None:
+    """One procedure's drive; its failure is logged and left for the next scan to retry, never let to cancel the
+    other procedures."""
+    try:
+        await drive
+    except Exception:
+        log.exception("a multi-region procedure step failed; it is retried while still pending")
 
 
 class Refused(Exception):

@@ -1,24 +1,22 @@
 """What the MREC and MRSC region hosts share: the transport's lifetime, peer discovery and the clock faults.
 
-A host drives a replication node from asyncio. Its background tasks live with the aiohttp app (`stop_tasks` after
-the cleanup context yields); its peers' endpoints come from the supervisor's state file (polled, so a restarted
-peer is found again) or from the control API; clock faults move only the wall clock under the HLC.
-Subclasses set `region`, `settings` (with `peers_file`), `transport`, `clock`, `baseline_offset_s`, `_tasks` and
-`_peers_file_mtime`.
+A host drives a replication node from asyncio. Its background work is one coroutine, `run()` (a TaskGroup of the
+transport's links, the poller and the rest), which the region's server lifetime runs and cancels (region/main.py);
+its peers' endpoints come from the supervisor's state file (polled, so a restarted peer is found again) or from the
+control API; clock faults move only the wall clock under the HLC.
+Subclasses set `region`, `settings` (with `peers_file`), `transport`, `clock`, `baseline_offset_s` and
+`_peers_file_mtime`, and define `run()`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-from aiohttp import web
 
 from .http_transport import HttpTransport, LinkDelay
 
@@ -39,20 +37,9 @@ def peer_transport(region: str, settings: Any) -> HttpTransport:
 
 
 class RegionHost:
-    async def stop_tasks(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await self.transport.close()
-
-    async def _on_shutdown(self, _app: web.Application) -> None:
-        # Inbound replication sockets live as long as their peers do: close them (and our outbound ones) before
-        # aiohttp waits for in-flight handlers, or every SIGTERM would wait out the whole shutdown grace period.
-        for task in self._tasks:
-            task.cancel()
-        await self.transport.close()
+    async def run(self) -> None:
+        """The host's background work, until cancelled (subclasses)."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------------------------------------ peers
 

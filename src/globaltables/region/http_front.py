@@ -30,8 +30,9 @@ Theory of operation
    outside the common case is aiohttp's, with its error answers in DynamoDB's shape (http_errors.py). A buffer that
    cannot start a POST (a TLS handshake, the HTTP/2 preface) is handed over at once, not after 8 KiB.
 4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
-5. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep; `close` (at shutdown)
-   closes every connection still here (none has a request in progress: answers are synchronous).
+5. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
+   of the region's server lifetime); `close` (at shutdown) closes every connection still here (none has a request
+   in progress: answers are synchronous).
 """
 
 from __future__ import annotations
@@ -93,7 +94,6 @@ class HttpFront:
         self.connections: set[FastConnection] = set()
         self._date_second = -1
         self._date = ""
-        self._sweeper = self.loop.create_task(self._sweep())
 
     def __call__(self) -> asyncio.Protocol:
         if self.answer is None:  # an app without the synchronous answer (a strong region): aiohttp serves it all
@@ -107,7 +107,9 @@ class HttpFront:
             self._date_second, self._date = now, formatdate(now, usegmt=True)
         return self._date
 
-    async def _sweep(self) -> None:
+    async def sweep_idle(self) -> None:
+        """Close connections idle past the keep-alive timeout, until cancelled; its owner is the region's server
+        lifetime (region/main.py)."""
         while True:
             await asyncio.sleep(SWEEP_INTERVAL_S)
             deadline = self.loop.time() - KEEPALIVE_TIMEOUT_S
@@ -115,8 +117,7 @@ class HttpFront:
                 connection.close()
 
     def close(self) -> None:
-        """Stop the sweep and close every connection still served here (at shutdown)."""
-        self._sweeper.cancel()
+        """Close every connection still served here (at shutdown)."""
         for connection in list(self.connections):
             connection.close()
 

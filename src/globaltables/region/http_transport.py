@@ -154,7 +154,6 @@ class _Outbound:
         "lane_due",
         "last_error",
         "sent",
-        "task",
         "wake",
         "ws",
     )
@@ -168,7 +167,6 @@ class _Outbound:
         self.heap: list[tuple[float, int, Envelope]] = []
         self.lane_due: dict[int, float] = {}
         self.ws: aiohttp.ClientWebSocketResponse | None = None
-        self.task: asyncio.Task | None = None
         self.wake = asyncio.Event()
         self.sent = 0
         self.dropped = 0
@@ -198,7 +196,8 @@ class _Outbound:
 
 class HttpTransport:
     """The `Transport` of one region process (see the module docstring). Create it, `register` the local
-    handler, add `route()` to the aiohttp app, then `await start()` inside the running loop; `await close()`."""
+    handler, add `route()` to the aiohttp app, then run `run()` as a task for the transport's life: cancelling it
+    stops every link and closes every socket."""
 
     def __init__(
         self,
@@ -293,29 +292,23 @@ class HttpTransport:
 
     # ------------------------------------------------------------------------------------------- lifecycle
 
-    async def start(self) -> None:
+    async def run(self) -> None:
+        """One writer per outbound link, until cancelled; then every socket, outbound and inbound, is closed.
+        Once it ends, inbound connections are refused (503): a peer reconnecting must not hold a shutdown up."""
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_S))
-        for out in self._outbound.values():
-            out.task = asyncio.create_task(self._run_link(out), name=f"replication-link-{out.dest}")
-
-    async def close(self) -> None:
-        """Stop every link and close every socket, outbound and inbound; safe to call twice."""
-        if self._closing:
-            return
-        self._closing = True
-        tasks = [out.task for out in self._outbound.values() if out.task is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        # Peers usually shut down at the same moment (`up` stops every region at once), and a graceful close waits
-        # for the other side's close frame: bound it, all sockets at once, or every stop takes aiohttp's 10 s.
-        sockets = [out.ws for out in self._outbound.values() if out.ws is not None] + list(self._inbound)
-        for out in self._outbound.values():
-            out.ws = None
-        await asyncio.gather(*(_close_quickly(ws) for ws in sockets))
-        if self._session is not None:
+        try:
+            async with asyncio.TaskGroup() as links:
+                for out in self._outbound.values():
+                    links.create_task(self._run_link(out), name=f"replication-link-{out.dest}")
+                await asyncio.Event().wait()  # until cancelled, links or none (a region without peers)
+        finally:
+            self._closing = True
+            # Peers usually shut down at the same moment (`up` stops every region at once), and a graceful close
+            # waits for the other side's close frame: bound it, all sockets at once, or every stop takes 10 s.
+            sockets = [out.ws for out in self._outbound.values() if out.ws is not None] + list(self._inbound)
+            for out in self._outbound.values():
+                out.ws = None
+            await asyncio.gather(*(_close_quickly(ws) for ws in sockets))
             await self._session.close()
 
     def set_endpoint(self, peer: str, endpoint: str | None) -> None:
@@ -324,9 +317,8 @@ class HttpTransport:
         if out.endpoint == endpoint:
             return
         out.endpoint = endpoint
-        if out.ws is not None:  # it moved: drop the old socket; the writer reconnects to the new address
-            ws, out.ws = out.ws, None
-            asyncio.ensure_future(ws.close())
+        if out.ws is not None:  # it moved: the writer closes the old socket and reconnects to the new address
+            out.ws = None
         out.wake.set()
 
     def endpoint(self, peer: str) -> str | None:
@@ -381,47 +373,53 @@ class HttpTransport:
     # -------------------------------------------------------------------------------------- outbound side
 
     async def _run_link(self, out: _Outbound) -> None:
-        """Keep the socket to `out.dest` up and write each envelope when it is due, for the transport's life."""
-        backoff = BACKOFF_FIRST_S
-        while not self._closing:
-            ws = out.ws
-            if ws is None or ws.closed:
-                out.ws = None
-                if out.endpoint is None:  # not known yet: wait for set_endpoint
-                    out.wake.clear()
-                    await out.wake.wait()
-                    continue
-                ws = await self._connect(out)
-                if ws is None:
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, BACKOFF_MAX_S)
-                    continue
-                backoff = BACKOFF_FIRST_S
-                out.ws = ws
-                asyncio.create_task(self._watch(out, ws), name=f"replication-watch-{out.dest}")
-            heap = out.heap
-            now = self._monotonic()
-            stalled = out.faults.fault.stalled  # a stalled stream writes nothing; its backlog drains on resume
-            if stalled or not heap or heap[0][0] > now:
-                out.wake.clear()
-                timeout = None if stalled or not heap else heap[0][0] - now
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(timeout):
+        """Keep the socket to `out.dest` up and write each envelope when it is due, for the transport's life. The
+        link's group owns the watcher of each socket it opened, and the closing of a socket dropped by
+        `set_endpoint`."""
+        async with asyncio.TaskGroup() as link:
+            backoff = BACKOFF_FIRST_S
+            ws: aiohttp.ClientWebSocketResponse | None = None
+            while not self._closing:
+                if out.ws is not ws and ws is not None and not ws.closed:  # dropped by set_endpoint (the peer moved)
+                    link.create_task(_close_quickly(ws), name=f"replication-close-{out.dest}")
+                ws = out.ws
+                if ws is None or ws.closed:
+                    out.ws = None
+                    if out.endpoint is None:  # not known yet: wait for set_endpoint
+                        out.wake.clear()
                         await out.wake.wait()
-                continue
-            try:
-                while heap and heap[0][0] <= now:
-                    envelope = heap[0][2]
-                    await ws.send_bytes(encode_envelope(envelope))
-                    heapq.heappop(heap)
-                    out.sent += 1
-            except (ConnectionError, aiohttp.ClientError, RuntimeError) as error:
-                # The envelope stays queued and goes out on the next socket (at-least-once is fine above us).
-                out.last_error = f"send failed: {error!r}"
-                log.info("link %s -> %s lost: %s", self.region, out.dest, error)
-                out.ws = None
-                with contextlib.suppress(Exception):
-                    await ws.close()
+                        continue
+                    ws = await self._connect(out)
+                    if ws is None:
+                        await asyncio.sleep(backoff)
+                        backoff = min(backoff * 2, BACKOFF_MAX_S)
+                        continue
+                    backoff = BACKOFF_FIRST_S
+                    out.ws = ws
+                    link.create_task(self._watch(out, ws), name=f"replication-watch-{out.dest}")
+                heap = out.heap
+                now = self._monotonic()
+                stalled = out.faults.fault.stalled  # a stalled stream writes nothing; its backlog drains on resume
+                if stalled or not heap or heap[0][0] > now:
+                    out.wake.clear()
+                    timeout = None if stalled or not heap else heap[0][0] - now
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(timeout):
+                            await out.wake.wait()
+                    continue
+                try:
+                    while heap and heap[0][0] <= now and out.ws is ws:  # not past a set_endpoint
+                        envelope = heap[0][2]
+                        await ws.send_bytes(encode_envelope(envelope))
+                        heapq.heappop(heap)
+                        out.sent += 1
+                except (ConnectionError, aiohttp.ClientError, RuntimeError) as error:
+                    # The envelope stays queued and goes out on the next socket (at-least-once is fine above us).
+                    out.last_error = f"send failed: {error!r}"
+                    log.info("link %s -> %s lost: %s", self.region, out.dest, error)
+                    out.ws = None
+                    with contextlib.suppress(Exception):
+                        await ws.close()
 
     async def _connect(self, out: _Outbound) -> aiohttp.ClientWebSocketResponse | None:
         assert self._session is not None and out.endpoint is not None

@@ -6,8 +6,9 @@ Lifecycle
 2. Listen. Only once the socket is bound does the process announce itself: one JSON line on stdout
    (`{"region": ..., "endpoint": ...}`, with the port actually bound, so `--port 0` works) and, if asked, the same
    JSON in a ready file, written atomically so a poller never reads half of it.
-3. SIGTERM or SIGINT: stop accepting, let in-flight requests finish (bounded), close the store, exit 0. A write
-   acknowledged before that is already durable: every commit is, so `kill -9` loses nothing acknowledged either.
+3. SIGTERM or SIGINT: stop accepting, stop the background work (one task owner for the server's lifetime: the
+   replication host, the front's idle sweep), let in-flight requests finish (bounded), close the store, exit 0.
+   A write acknowledged before that is already durable: every commit is, so `kill -9` loses nothing acknowledged.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from aiohttp import web
 from ..engine.engine import Engine
 from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
+from ..runtime.task_owner import task_owner
 from .app import DYNAMODB_ANSWER, make_app, make_runner
+from .host_base import RegionHost
 from .http_front import HttpFront
 from .replication_host import ReplicationSettings
 from .signing import AccessKey, RequestSigning
@@ -111,11 +114,12 @@ async def serve(config: RegionConfig) -> None:
 async def serve_store(config: RegionConfig) -> None:
     store = open_store(config)
     try:
+        host = None
         if config.replication is None:
             engine = Engine(store, SystemClock(), region=config.name, stream_retention_s=config.stream_retention_s)
             app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s, signing=signing_of(config, engine))
         else:
-            engine, app = replicated_region(config, store)
+            engine, app, host = replicated_region(config, store)
         runner = make_runner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
         # The HTTP front answers plain DynamoDB requests itself and hands every other connection to the runner's
@@ -125,30 +129,40 @@ async def serve_store(config: RegionConfig) -> None:
         loop = asyncio.get_running_loop()
         server = None
         try:
-            server = await loop.create_server(front, config.host, config.port, backlog=1024, reuse_address=True)
-            host, port = bound_address(server)
-            endpoint = endpoint_url(host, port)
-            # DescribeEndpoints names this address, so SDKs with endpoint discovery stay on the testbed.
-            engine.endpoint_address = endpoint.split("://", 1)[1]
-            stop = asyncio.Event()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, stop.set)
-            announce(config, endpoint)
-            log.info("region %s listening on %s:%d", config.name, host, port)
-            await stop.wait()
-            log.info("region %s stopping", config.name)
+            # The server's lifetime owns its background work: the front's idle sweep and the replication host
+            # (links, poller, membership, peers-file watcher). Leaving the block cancels and awaits them all, so
+            # the replication sockets, inbound ones included, are closed before aiohttp waits for in-flight
+            # handlers: otherwise every SIGTERM would wait out the whole shutdown grace period.
+            async with task_owner() as lifetime:
+                lifetime.start(front.sweep_idle(), name="http-front-sweep")
+                if host is not None:
+                    lifetime.start(host.run(), name="replication-host")
+                server = await loop.create_server(front, config.host, config.port, backlog=1024, reuse_address=True)
+                host_name, port = bound_address(server)
+                endpoint = endpoint_url(host_name, port)
+                # DescribeEndpoints names this address, so SDKs with endpoint discovery stay on the testbed.
+                engine.endpoint_address = endpoint.split("://", 1)[1]
+                stop = asyncio.Event()
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    loop.add_signal_handler(signum, stop.set)
+                announce(config, endpoint)
+                log.info("region %s listening on %s:%d", config.name, host_name, port)
+                await stop.wait()
+                log.info("region %s stopping", config.name)
+                server.close()  # stop accepting
         finally:
             if server is not None:
-                server.close()  # stop accepting
+                server.close()
             front.close()
             await runner.cleanup()
     finally:
         store.close()
 
 
-def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine, web.Application]:
-    """The engine of a topology's region (versions from its HLC) and its app with the replication host (links,
-    poller; declared tables made global before serving) and the control API."""
+def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine, web.Application, RegionHost]:
+    """The engine of a topology's region (versions from its HLC), its app with the replication and control routes,
+    and the replication host (declared tables made global before serving), whose `run()` is the links and poller
+    for as long as the region serves."""
     from . import control
     from .replication_host import ReplicationHost, make_clocks, versions_for
 
@@ -174,8 +188,7 @@ def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine,
         routes=[host.transport.route(), *control.routes(host)],
         signing=signing_of(config, engine),
     )
-    app.cleanup_ctx.append(host.lifecycle)
-    return engine, app
+    return engine, app, host
 
 
 def signing_of(config: RegionConfig, engine: Engine) -> RequestSigning:

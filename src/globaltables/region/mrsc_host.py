@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -77,7 +77,6 @@ class MrscHost(RegionHost):
         self._waiting: dict[int, asyncio.Future] = {}
         self._next_op = 0
         self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task] = []
         self._peers_file_mtime: int | None = None
         self.poll_failures = 0
         self.requests = MrscRequests(engine, self.node, self.config, witness=self.witness, signing=signing)
@@ -100,18 +99,17 @@ class MrscHost(RegionHost):
                     make_strong(self.engine, name, replicas, witness)
         self._read_peers_file()
 
-    async def lifecycle(self, app: web.Application) -> AsyncIterator[None]:
-        """aiohttp cleanup context: the transport, the node (recovery first) and the poller live with the app."""
-        await self.transport.start()
-        app.on_shutdown.append(self._on_shutdown)
+    async def run(self) -> None:
+        """For the region's serving life, until cancelled: the node (recovery first), then the transport's links,
+        the poller, the strong conversions and the peers-file watcher, children of one TaskGroup."""
         self._run(self.node.start(time.monotonic()))
-        self._tasks.append(asyncio.create_task(self._poller(), name="mrsc-poller"))
-        if self.conversion is not None:
-            self._tasks.append(asyncio.create_task(self.conversion.run(), name="mrsc-conversion"))
-        if self.settings.peers_file is not None:
-            self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="mrsc-peers-file"))
-        yield
-        await self.stop_tasks()
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self.transport.run(), name="mrsc-links")
+            tasks.create_task(self._poller(), name="mrsc-poller")
+            if self.conversion is not None:
+                tasks.create_task(self.conversion.run(), name="mrsc-conversion")
+            if self.settings.peers_file is not None:
+                tasks.create_task(self._watch_peers_file(), name="mrsc-peers-file")
 
     # ---------------------------------------------------------------------------------------------- driving
 
@@ -215,8 +213,9 @@ class MrscHost(RegionHost):
         return "\n".join(lines) + "\n"
 
 
-def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Application]:
-    """The engine and app of a strong-mode topology's region (region/main.py `replicated_region`)."""
+def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Application, MrscHost]:
+    """The engine, app and host of a strong-mode topology's region (region/main.py `replicated_region`); the
+    caller runs `host.run()` for as long as it serves."""
     from . import control
     from .app import make_app
 
@@ -231,5 +230,4 @@ def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Applicat
         routes=[host.transport.route(), *control.routes(host)],  # type: ignore[arg-type]
         answer_async=host.answer,
     )
-    app.cleanup_ctx.append(host.lifecycle)
-    return engine, app
+    return engine, app, host

@@ -29,13 +29,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
-from aiohttp import web
 
 from ..engine.engine import Engine
 from ..engine.errors import ResourceInUseException
@@ -120,7 +119,6 @@ class ReplicationHost(RegionHost):
         self.coordinator = ReplicaCoordinator(engine, self.node, settings.secret, self.transport.endpoint, self.wake)
         self.transport.register(self.region, self._on_envelope)
         self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task] = []
         self._peers_file_mtime: int | None = None
         self.local_commits = 0
         self.poll_failures = 0
@@ -154,17 +152,16 @@ class ReplicationHost(RegionHost):
         self.engine.store.commit_hooks.append(self._commit_hook)
         self._read_peers_file()
 
-    async def lifecycle(self, app: web.Application) -> AsyncIterator[None]:
-        """aiohttp cleanup context: the transport, the poller and the peers-file watcher live with the app."""
-        await self.transport.start()
-        app.on_shutdown.append(self._on_shutdown)
-        self._tasks.append(asyncio.create_task(self._poller(), name="replication-poller"))
-        self._tasks.append(asyncio.create_task(self.coordinator.run(), name="replica-membership"))
-        if self.settings.peers_file is not None:
-            self._tasks.append(asyncio.create_task(self._watch_peers_file(), name="replication-peers-file"))
-        self._wake.set()  # a first poll ships whatever the log holds (e.g. unacknowledged records after a restart)
-        yield
-        await self.stop_tasks()
+    async def run(self) -> None:
+        """For the region's serving life, until cancelled: the transport's links, the poller, the membership
+        coordinator and the peers-file watcher, children of one TaskGroup (cancelling this cancels them all)."""
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self.transport.run(), name="replication-links")
+            tasks.create_task(self._poller(), name="replication-poller")
+            tasks.create_task(self.coordinator.run(), name="replica-membership")
+            if self.settings.peers_file is not None:
+                tasks.create_task(self._watch_peers_file(), name="replication-peers-file")
+            self._wake.set()  # a first poll ships whatever the log holds (e.g. unacknowledged records after a restart)
 
     # ---------------------------------------------------------------------------------------------- driving
 
