@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import orjson
@@ -42,6 +41,7 @@ _baseline.use_source_tree()
 
 from region_throughput import Client  # noqa: E402
 
+from globaltables.region.control_client import ControlClient  # noqa: E402
 from globaltables.region.replication_metrics import bucket_difference, quantile_of  # noqa: E402
 from globaltables.replication.config import ReplicationConfig  # noqa: E402
 
@@ -87,14 +87,7 @@ class Topology:
         self.secret = (self.data_dir / "secret").read_text().strip()
 
     def control(self, region: str, path: str, body: dict | None = None) -> dict:
-        request = urllib.request.Request(
-            self.endpoints[region] + path,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"x-globaltables-secret": self.secret, "Content-Type": "application/json"},
-            method="GET" if body is None else "POST",
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read())
+        return ControlClient(self.secret, timeout_s=60).call(self.endpoints[region], path, body, region=region)
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -13,10 +13,10 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from globaltables.region.control_client import ControlClient, ControlError
 from region_process import SRC, make_client
 
 ROOT = SRC.parent
@@ -45,17 +45,16 @@ class Cluster:
         return json.loads((self.data_dir / "state.json").read_text())
 
     def control(self, url: str, body: dict | None = None, secret: str | None = "") -> tuple[int, dict]:
-        """GET (body None) or POST JSON to a control URL; (status, JSON answer). `secret=None` sends none."""
-        headers = {"Content-Type": "application/json"}
-        if secret is not None:
-            headers["x-globaltables-secret"] = secret or self.secret
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, headers=headers, method="GET" if body is None else "POST")
+        """GET (body None) or POST JSON to a control URL; (status, JSON answer). `secret=None` sends none, "" the
+        topology's. A call nothing answers raises ControlError."""
+        parts = urlsplit(url)
+        client = ControlClient(self.secret if secret == "" else secret, timeout_s=30)
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"{}")
+            return 200, client.call(f"{parts.scheme}://{parts.netloc}", parts.path, body)
+        except ControlError as error:
+            if error.status is None:
+                raise
+            return error.status, error.answer
 
     def status(self, region: str) -> dict:
         code, answer = self.control(f"{self.endpoints[region]}/control/status")

@@ -26,10 +26,10 @@ from globaltables.chaos.schedule import parse_schedule
 from globaltables.chaos.target import RegionControlTarget
 from globaltables.experiment.chaos_commands import replica_states, wait_quiescent
 from globaltables.runtime.clock import SystemClock
+from globaltables.runtime.transport import VERSION_HEADER
 from mrec_cluster import SRC, TOPOLOGY, Cluster, start_up, stop_up
 
 pytestmark = pytest.mark.timeout(180)
-VERSION = "x-globaltables-version"
 TABLE = "Items"
 A, B, C = "us-east-1", "eu-west-1", "ap-southeast-1"
 _unique = itertools.count()
@@ -69,7 +69,7 @@ def put(cluster: Cluster, history: History, process: int, region: str, name: str
     except BotoCoreError as error:  # connection refused / reset, timeout: possibly applied
         history.info(op, type(error).__name__)
         return
-    history.ok(op, version=answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION))
+    history.ok(op, version=answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION_HEADER))
 
 
 def get(cluster: Cluster, history: History, process: int, region: str, name: str) -> None:
@@ -78,7 +78,7 @@ def get(cluster: Cluster, history: History, process: int, region: str, name: str
     answer = cluster.clients[region].get_item(TableName=TABLE, Key=key)
     item = answer.get("Item")
     history.ok(op, value=None if item is None else item["value"]["S"],
-               version=answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION))  # fmt: skip
+               version=answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION_HEADER))  # fmt: skip
 
 
 def settle_and_check(cluster: Cluster, history: History, prefix: str, regions=(A, B, C)):

@@ -16,12 +16,12 @@ import aiohttp
 import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
+from globaltables.runtime.transport import VERSION_HEADER
 from mrec_cluster import Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
 TABLE = "Items"
-VERSION = "x-globaltables-version"
 CONVERGE_TIMEOUT_S = 30.0
 MIN_LATENCY_S = {("us-east-1", "eu-west-1"): 0.020, ("us-east-1", "ap-southeast-1"): 0.040}
 
@@ -37,12 +37,12 @@ def fresh(prefix: str) -> str:
 def read(cluster: Cluster, region: str, name: str) -> tuple[dict | None, str | None]:
     """(item or None, version header or None) of one item in one region (eventually consistent, local)."""
     answer = cluster.clients[region].get_item(TableName=TABLE, Key=key(name))
-    return answer.get("Item"), answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION)
+    return answer.get("Item"), answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION_HEADER)
 
 
 def version_of(answer: dict) -> str:
-    version = answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION)
-    assert version, f"no {VERSION} header in {answer['ResponseMetadata']['HTTPHeaders']}"
+    version = answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION_HEADER)
+    assert version, f"no {VERSION_HEADER} header in {answer['ResponseMetadata']['HTTPHeaders']}"
     return version
 
 
@@ -202,7 +202,7 @@ def test_put_if_absent_raced_in_two_regions_succeeds_in_both_and_converges(clust
 def test_replication_and_control_without_the_secret_are_refused_and_change_nothing(cluster: Cluster):
     import asyncio
 
-    from globaltables.region.http_transport import REGION_HEADER, SECRET_HEADER
+    from globaltables.runtime.transport import REGION_HEADER, SECRET_HEADER
 
     target = cluster.endpoints["eu-west-1"]
     before = cluster.status("eu-west-1")["transport"]["rejected_requests"]
@@ -239,7 +239,7 @@ def test_a_secret_header_that_is_not_utf8_is_a_wrong_secret_on_regions_and_the_s
     import http.client
     from urllib.parse import urlsplit
 
-    from globaltables.region.http_transport import REGION_HEADER, SECRET_HEADER
+    from globaltables.runtime.transport import REGION_HEADER, SECRET_HEADER
 
     target = cluster.endpoints["eu-west-1"]
     supervisor = cluster.state()["supervisor"]["control_url"]

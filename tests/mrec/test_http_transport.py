@@ -17,16 +17,14 @@ import pytest
 from aiohttp import web
 
 from globaltables.region.http_transport import (
-    REGION_HEADER,
     REPLICATION_PATH,
-    SECRET_HEADER,
     HttpTransport,
     LinkDelay,
     decode_envelope,
     encode_envelope,
 )
 from globaltables.runtime.task_owner import task_owner
-from globaltables.runtime.transport import Envelope
+from globaltables.runtime.transport import REGION_HEADER, SECRET_HEADER, Envelope
 
 SECRET = "s3cret"
 

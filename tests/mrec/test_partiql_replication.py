@@ -12,12 +12,12 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
+from globaltables.runtime.transport import VERSION_HEADER
 from mrec_cluster import Cluster, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
 TABLE = "Items"
-VERSION = "x-globaltables-version"
 CONVERGE_TIMEOUT_S = 30.0
 
 
@@ -44,7 +44,8 @@ def test_partiql_insert_update_and_delete_arrive_in_every_other_region(cluster: 
     answer = cluster.clients[first].execute_statement(
         Statement=f"INSERT INTO \"{TABLE}\" VALUE {{'id': '{name}', 'n': 1, 'tags': <<'a'>>}}"
     )
-    assert answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION), "a PartiQL write on a global table is versioned"
+    versioned = answer["ResponseMetadata"]["HTTPHeaders"].get(VERSION_HEADER)
+    assert versioned, "a PartiQL write on a global table is versioned"
     everywhere(cluster, name, [{"id": {"S": name}, "n": {"N": "1"}, "tags": {"SS": ["a"]}}])
 
     cluster.clients[second].execute_statement(

@@ -19,15 +19,15 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
+from globaltables.runtime.transport import VERSION_HEADER
 from globaltables.testing import has
 
 BOTH = pytest.mark.globaltables(modes=("sim", "process"))
 A, B, C = "us-east-1", "eu-west-1", "ap-southeast-1"
-VERSION = "x-globaltables-version"
 
 
 def version(answer: dict) -> str:
-    return answer["ResponseMetadata"]["HTTPHeaders"][VERSION]
+    return answer["ResponseMetadata"]["HTTPHeaders"][VERSION_HEADER]
 
 
 @BOTH

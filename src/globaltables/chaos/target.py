@@ -5,16 +5,12 @@ each region's whole state, so a target only ever *sets* things; it never has to 
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ..region.control_client import ControlClient, ControlError
 from ..runtime.link import FAULT_FIELDS
-
-SECRET_HEADER = "x-globaltables-secret"
 
 
 class TargetError(RuntimeError):
@@ -53,11 +49,10 @@ class RegionControlTarget:
     ) -> None:
         self.endpoints = dict(endpoints)
         self.regions = tuple(self.endpoints)
-        self.secret = secret
+        self.control = ControlClient(secret, timeout_s)
         self.supervisor_url = supervisor_url
         self.supervisors = dict(supervisors or {})
         self.baseline_offsets_ms = dict(baseline_offsets_ms or {})
-        self.timeout_s = timeout_s
         self._start = time.monotonic()
 
     @classmethod
@@ -66,26 +61,18 @@ class RegionControlTarget:
         endpoints = {name: entry["endpoint"] for name, entry in regions.items() if entry.get("endpoint")}
         return cls(endpoints, secret, state.get("supervisor", {}).get("control_url"), baseline_offsets_ms)
 
-    def request(self, url: str, body: Mapping[str, Any] | None = None) -> dict:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            url, data=data, method="GET" if body is None else "POST",
-            headers={SECRET_HEADER: self.secret, "Content-Type": "application/json"},
-        )  # fmt: skip
+    def request(self, endpoint: str, route: str, body: Mapping[str, Any] | None = None, region: str | None = None):
+        """One control call (region/control_client.py); TargetError, naming route, region and status, if it fails."""
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")
-            raise TargetError(f"{url}: HTTP {error.code}: {detail}") from None
-        except (urllib.error.URLError, OSError, TimeoutError) as error:
-            raise TargetError(f"{url}: {error}") from None
+            return self.control.call(endpoint, route, body, region=region)
+        except ControlError as error:
+            raise TargetError(str(error)) from None
 
     def faults(self, region: str, body: Mapping[str, Any]) -> dict:
-        return self.request(f"{self.endpoints[region]}/control/faults", body)
+        return self.request(self.endpoints[region], "/control/faults", body, region)
 
     def status(self, region: str) -> dict:
-        return self.request(f"{self.endpoints[region]}/control/status")
+        return self.request(self.endpoints[region], "/control/status", region=region)
 
     def now(self) -> float:
         return time.monotonic() - self._start
@@ -131,7 +118,7 @@ class RegionControlTarget:
         return url
 
     def process(self, region: str, action: str) -> None:
-        self.request(f"{self.supervisor_of(region)}/control/regions/{region}/{action}", {})
+        self.request(self.supervisor_of(region), f"/control/regions/{region}/{action}", {}, region)
 
     def heal_all(self) -> None:
         for region in self.regions:

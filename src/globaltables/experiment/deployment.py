@@ -15,13 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..region.http_transport import SECRET_HEADER
+from ..region.control_client import ControlClient, ControlError
 from ..topology.model import Topology
 from ..topology.secret import SECRET_ENV, SecretError, topology_secret
 
@@ -117,11 +115,9 @@ class RegionDown(DeploymentError):
 
 def region_status(endpoint: str, secret: str) -> dict:
     """GET /control/status with the secret (DeploymentError naming the endpoint when it cannot be had)."""
-    request = urllib.request.Request(f"{endpoint}/control/status", headers={SECRET_HEADER: secret})
     try:
-        with urllib.request.urlopen(request, timeout=STATUS_TIMEOUT_S) as response:
-            return json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        raise DeploymentError(f"{endpoint}: HTTP {error.code} from /control/status (is the secret the same?)") from None
-    except (urllib.error.URLError, OSError, TimeoutError, ValueError) as error:
-        raise RegionDown(f"{endpoint}: not reachable: {error}") from None
+        return ControlClient(secret, STATUS_TIMEOUT_S).call(endpoint, "/control/status")
+    except ControlError as error:
+        if error.status is None:
+            raise RegionDown(f"not reachable: {error}") from None
+        raise DeploymentError(f"{error}" + (" (is the secret the same?)" if error.status == 401 else "")) from None

@@ -45,9 +45,9 @@ from ..chaos.history import DEFINITE_ERRORS, History
 from ..region.signing import client_headers, key_for
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
+from ..runtime.transport import VERSION_HEADER
 from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload
 
-VERSION_HEADER = "x-globaltables-version"
 TARGET_PREFIX = "DynamoDB_20120810."
 PROBE_POLL_S = 0.005
 PROBE_GIVE_UP_S = 30.0

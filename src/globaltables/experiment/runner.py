@@ -40,7 +40,7 @@ from ..chaos.checkers.staleness import check_staleness
 from ..chaos.exports import write_exports
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
-from ..region.http_transport import SECRET_HEADER
+from ..region.control_client import AsyncControlClient
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
 from ..runtime.task_owner import task_owner
@@ -151,16 +151,12 @@ class Regions:
         self, endpoints: dict[str, str], secret: str, session: aiohttp.ClientSession, credentials=None
     ) -> None:
         self.endpoints = endpoints
-        self.secret = secret
         self.session = session
+        self.control = AsyncControlClient(session, secret)
         self.credentials = credentials  # the topology's access keys, to sign data reads with (None: any key)
 
     async def status(self, region: str) -> dict:
-        async with self.session.get(
-            f"{self.endpoints[region]}/control/status", headers={SECRET_HEADER: self.secret}
-        ) as response:
-            response.raise_for_status()
-            return await response.json()
+        return await self.control.call(self.endpoints[region], "/control/status", region=region)
 
     async def quiesced(self) -> bool:
         for region in self.endpoints:
@@ -185,11 +181,8 @@ class Regions:
 
     async def apply_decisions(self, region: str) -> list[dict]:
         """The region's apply decisions (region/apply_decisions.py), for the lost-write ledger."""
-        async with self.session.get(
-            f"{self.endpoints[region]}/control/apply-decisions", headers={SECRET_HEADER: self.secret}
-        ) as response:
-            response.raise_for_status()
-            return (await response.json())["decisions"]
+        answer = await self.control.call(self.endpoints[region], "/control/apply-decisions", region=region)
+        return answer["decisions"]
 
     async def scan(self, region: str, table: str, key_names: list[str]) -> dict[str, dict]:
         from .load import signed_headers

@@ -50,7 +50,8 @@ from aiohttp import web
 
 import globaltables
 
-from ..region.http_transport import SECRET_HEADER, secret_offered
+from ..region.control_client import AsyncControlClient, ControlError
+from ..region.http_transport import secret_offered
 from ..runtime.task_owner import task_owner
 from ..topology.load import TopologyError
 from ..topology.model import Region, Topology, is_loopback
@@ -408,17 +409,16 @@ class Supervisor:
     async def _wait_for_links(self) -> None:
         """Bounded: until every region reports every replication link connected (else go on, with a warning)."""
         deadline = time.monotonic() + LINKS_TIMEOUT_S
-        headers = {SECRET_HEADER: self.secret}
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            control = AsyncControlClient(session, self.secret)
             for child in self.children.values():
                 while True:
                     try:
-                        async with session.get(f"{child.endpoint}/control/status", headers=headers) as response:
-                            status = await response.json()
+                        status = await control.call(child.endpoint, "/control/status", region=child.name)
                         peers = status["transport"]["peers"].values()
                         if all(peer["connected"] for peer in peers):
                             break
-                    except (aiohttp.ClientError, OSError, TimeoutError, KeyError, ValueError):
+                    except (ControlError, KeyError):
                         pass
                     if time.monotonic() > deadline:
                         print(f"warning: replication links of {child.name} not all up yet", file=sys.stderr)

@@ -22,13 +22,11 @@ from aiohttp import web
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError
 from ..runtime.task_owner import task_owner
+from ..runtime.transport import VERSION_HEADER
 from . import content_coding, http_errors, wire
 
 ENGINE = web.AppKey("engine", Engine)
 REQUEST_IDS = web.AppKey("request_ids", wire.RequestIds)
-
-# The version ("<hlc>/<region>") of the item a data-plane answer wrote or read, when the table is global.
-VERSION_HEADER = "x-globaltables-version"
 
 # How often an idle region looks for background work (index backfills and purges); each step takes milliseconds.
 BACKGROUND_POLL_S = 0.05

@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 
 from ..engine.errors import DynamoError
-from .http_transport import SECRET_HEADER
+from .control_client import AsyncControlClient, ControlError
 
 log = logging.getLogger("globaltables.region.control")
 
@@ -62,20 +62,15 @@ async def post_control(
     session: aiohttp.ClientSession, endpoint: str | None, region: str, path: str, secret: str, body: dict
 ) -> dict:
     """POST one step to `region`'s control API at `path`; its JSON answer. Raises LookupError while the region's
-    endpoint is unknown, Refused for a DynamoDB refusal, aiohttp.ClientError for anything else."""
+    endpoint is unknown, Refused for a DynamoDB refusal, ControlError (an OSError) for anything else."""
     if endpoint is None:
         raise LookupError(f"no endpoint known for {region} yet")
-    async with session.post(
-        endpoint.rstrip("/") + path,
-        data=orjson.dumps(body),
-        headers={SECRET_HEADER: secret, "Content-Type": "application/json"},
-    ) as response:
-        answer = orjson.loads(await response.read() or b"{}")
-        if response.status == 409:
-            raise Refused(answer.get("error", "refused"))
-        if response.status != 200:
-            raise aiohttp.ClientError(f"{region} answered {body['op']} with {response.status}: {answer}")
-        return answer
+    try:
+        return await AsyncControlClient(session, secret).call(endpoint, path, body, region=region)
+    except ControlError as error:
+        if error.status == 409:
+            raise Refused(error.answer.get("error", "refused")) from None
+        raise
 
 
 def step_route(

@@ -54,14 +54,12 @@ import orjson
 from aiohttp import web
 
 from ..runtime.link import LinkSettings
-from ..runtime.transport import Envelope, ReceiveHandler
+from ..runtime.transport import REGION_HEADER, SECRET_HEADER, Envelope, ReceiveHandler
 from .link_faults import NO_FAULT, LinkFaultState
 
 log = logging.getLogger("globaltables.replication.transport")
 
 REPLICATION_PATH = "/replication"
-SECRET_HEADER = "x-globaltables-secret"
-REGION_HEADER = "x-globaltables-region"
 
 
 

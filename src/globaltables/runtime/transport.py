@@ -14,12 +14,22 @@ Rules:
    separate lanes are independent (a slow lane does not hold up another).
 3. An RPC failure is `definite` only when the request certainly had no effect; timeouts and crashes are indefinite.
    When in doubt, indefinite is always safe.
+
+The wire names of the project's own HTTP headers live here too (the layer every side may import), so a server and
+its clients cannot come to spell one differently.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Protocol
+
+# The topology's shared secret, sent on every call to a control route and on a replication link's upgrade request.
+SECRET_HEADER = "x-globaltables-secret"
+# The connecting region's name, on a replication link's upgrade request (the secret proves it may claim it).
+REGION_HEADER = "x-globaltables-region"
+# The version (`<hlc>/<region>`) of the item a data-plane answer wrote or read, when the table is global.
+VERSION_HEADER = "x-globaltables-version"
 
 
 class Envelope:

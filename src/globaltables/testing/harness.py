@@ -21,6 +21,7 @@ from typing import Any, Self
 from ..chaos.checkers import linearizable
 from ..chaos.checkers.result import INVALID, UNKNOWN, CheckResult
 from ..chaos.history import History, key_id
+from ..runtime.link import FAULT_FIELDS
 from ..topology.model import Topology
 from .assertions import Predicate, converged_failure, eventually_failure, plain
 from .recording import Recorder
@@ -32,10 +33,13 @@ class Undecided(AssertionError):
     """A checker could not decide (verdict unknown): neither a pass nor a proven failure; names the open keys."""
 
 
-# What `impair` can do to a link (runtime/link.py: the region processes' links and the simulated network's alike): loss (a fraction; loss_burst: mean burst length), duplicate and reorder
-# (fractions; reorder_ms: how far back a reordered message is held), bandwidth_kbps (kilobytes per second) and
-# stalled (hold every message until the fault ends, then deliver them in order).
-IMPAIRMENTS = ("loss", "loss_burst", "duplicate", "reorder", "reorder_ms", "bandwidth_kbps", "stalled")
+# What `impair` can do to a link: the link faults of runtime/link.py (the region processes' links and the simulated
+# network's alike) — loss (a fraction; loss_burst: mean burst length), duplicate and reorder (fractions; reorder_ms:
+# how far back a reordered message is held), bandwidth_kbps (kilobytes per second) and stalled (hold every message
+# until the fault ends, then deliver them in order). Not the delay's shape (distribution, pareto_alpha): how a link's
+# jitter is drawn is the topology's to declare, as its delay is, and a test changes a delay with `delay`, not `impair`.
+DELAY_SHAPE = ("distribution", "pareto_alpha")
+IMPAIRMENTS = tuple(name for name in FAULT_FIELDS if name not in DELAY_SHAPE)
 
 
 def check_impairments(faults: dict[str, Any]) -> dict[str, Any]:

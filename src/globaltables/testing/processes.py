@@ -27,8 +27,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ from typing import Any
 import globaltables
 
 from ..chaos.history import History
-from ..region.http_transport import SECRET_HEADER
+from ..region.control_client import ControlClient
 from ..topology.model import Topology
 from .harness import Harness, ReadsThroughClients, check_impairments
 from .simulated import boto3_session
@@ -44,6 +42,7 @@ from .spec import topology_yaml
 
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
+CONTROL_TIMEOUT_S = 60.0
 POLL_S = 0.01
 SRC = Path(globaltables.__file__).resolve().parent.parent
 
@@ -199,7 +198,7 @@ class ProcessHarness(ReadsThroughClients, Harness):
 
     def _quiescent(self) -> bool:
         for region in self.regions:
-            status = self._control(self.endpoints[region], "/control/status")
+            status = self._control(self.endpoints[region], "/control/status", region=region)
             if status.get("mode") == "mrsc":
                 # Strong mode has no replication log: idle is no client request waiting, no proposal undecided
                 # or queued, no pending (accepted, unresolved) proposal held and no strong read syncing.
@@ -233,20 +232,12 @@ class ProcessHarness(ReadsThroughClients, Harness):
 
     # ----------------------------------------------------------------------------------------------- control
 
-    def _control(self, base: str, path: str, body: dict | None = None) -> dict:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            base + path, data=data, method="GET" if body is None else "POST",
-            headers={"Content-Type": "application/json", SECRET_HEADER: self.secret},
-        )  # fmt: skip
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            raise RuntimeError(f"control {path} refused ({error.code}): {error.read().decode()}") from None
+    def _control(self, base: str, path: str, body: dict | None = None, *, region: str | None = None) -> dict:
+        """One control call (region/control_client.py: ControlError names route, region and status)."""
+        return ControlClient(self.secret, CONTROL_TIMEOUT_S).call(base, path, body, region=region)
 
     def _faults(self, region: str, body: dict) -> None:
-        self._control(self.endpoints[region], "/control/faults", body)
+        self._control(self.endpoints[region], "/control/faults", body, region=region)
 
     def _supervisor_url(self, region: str) -> str:
         if self._target is not None:
@@ -254,7 +245,7 @@ class ProcessHarness(ReadsThroughClients, Harness):
         return json.loads((self.data_dir / "state.json").read_text())["supervisor"]["control_url"]
 
     def _supervisor(self, region: str, action: str) -> dict:
-        return self._control(self._supervisor_url(region), f"/control/regions/{region}/{action}", {})
+        return self._control(self._supervisor_url(region), f"/control/regions/{region}/{action}", {}, region=region)
 
     def _supervisor_state(self, region: str) -> bool:
         """Whether the region's process is running."""
@@ -264,7 +255,7 @@ class ProcessHarness(ReadsThroughClients, Harness):
             url = self._supervisor_url(region)
         except TargetError:  # an attached region nobody supervises (a pod): nothing here restarts it
             return True
-        return bool(self._control(url, "/control/status")["regions"][region]["running"])
+        return bool(self._control(url, "/control/status", region=region)["regions"][region]["running"])
 
     def _fault(self, f: str, value: Any = None, region: str | None = None) -> None:
         with self.recorder._lock:

@@ -23,8 +23,7 @@ from typing import Any
 
 from ..chaos.conditions import register_condition
 from ..chaos.history import History, Op, key_id
-
-VERSION_HEADER = "x-globaltables-version"
+from ..runtime.transport import VERSION_HEADER
 
 # Operation name -> history `f`.
 FUNCTIONS = {

@@ -37,7 +37,7 @@ import orjson
 
 from ..chaos.history import History
 from ..region import wire
-from ..region.app import VERSION_HEADER
+from ..runtime.transport import VERSION_HEADER
 from ..sim.cluster import SimCluster
 from ..sim.collector import simulation_collector
 from ..sim.loop import to_us
