@@ -1,8 +1,10 @@
 """The engine of one region: the table registry, the operation dispatch table and the single write path.
 
 Operations live one per module in `engine/operations/`, named after the wire operation in snake case
-(`PutItem` -> `operations/put_item.py`), each exporting `handle(engine, request) -> response`. Adding an operation
-is adding a module; nothing else changes.
+(`PutItem` -> `operations/put_item.py`), each exporting `handle(engine, request)` returning the response, or an
+`Answer` (answer.py) when the operation read or wrote an item version. Adding an operation is adding a module;
+nothing else changes. `Engine.execute` gives every caller an `Answer(response, version)`; `Engine.handle` just the
+response, for the many callers (control plane, set-up, tests) that need no version.
 
 Every change to items goes through `Engine.commit`, the one place that can stamp a write with a version, record it
 in a change log and maintain indexes; replication hooks in there.
@@ -18,6 +20,7 @@ from typing import Any
 from ..runtime.clock import Clock
 from ..runtime.ids import IdSource, random_ids
 from . import streams, table_arns
+from .answer import Answer
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
@@ -25,14 +28,14 @@ from .indexes import IndexManager
 from .replica import ReplicaPort, VersionSource
 from .replica_membership import ReplicaMembership
 from .schema import TableDefinition
-from .storage.records import ItemWrite, TokenRecord
 from .storage.memory_store import MemoryStore
+from .storage.records import ItemWrite, TokenRecord
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
 from .table_arns import BATCH_OPERATIONS, is_arn
 from .ttl import TtlSweeper
 
-Handler = Callable[["Engine", dict], dict]
+Handler = Callable[["Engine", dict], "dict | Answer"]
 
 # Every operation of the DynamoDB_20120810 API. Those without a module here are refused clearly, not as unknown.
 DYNAMODB_OPERATIONS = frozenset(
@@ -73,9 +76,6 @@ class Engine:
         # How long a delete's tombstone outlives it (facts §10.5): a write older than the delete that arrives later
         # than this could resurrect the item, so keep it well above the longest partition an experiment holds.
         self.tombstone_retention_s = tombstone_retention_s
-        # The version of the item the last data-plane operation wrote or read, for the x-globaltables-version
-        # header; reset by every `handle`.
-        self.response_version: str | None = None
         self.clock = clock
         self.region = region
         self.account = account
@@ -99,8 +99,8 @@ class Engine:
 
     # ---------------------------------------------------------------------------------------------------- dispatch
 
-    def handle(self, operation: str, request: Any) -> dict:
-        self.response_version = None
+    def execute(self, operation: str, request: Any) -> Answer:
+        """Run one operation: its response and the item version it read or wrote (answer.py)."""
         handler = self.handler(operation)
         if not isinstance(request, dict):
             raise SerializationException("Start of structure or map found where not expected")
@@ -110,14 +110,19 @@ class Engine:
             or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
         ):
             request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
-            if given:
-                return table_arns.restore_batch_keys(handler(self, request), given)
-        return handler(self, request)
+            if given:  # only batches have keys to restore, and batches answer no version
+                return Answer(table_arns.restore_batch_keys(handler(self, request), given))  # type: ignore[arg-type]
+        result = handler(self, request)
+        return result if type(result) is Answer else Answer(result)  # type: ignore[arg-type]
+
+    def handle(self, operation: str, request: Any) -> dict:
+        """Run one operation: its response (`execute` for the version too)."""
+        return self.execute(operation, request)[0]
 
     def handle_many(self, operation: str, requests: list[Any]) -> list[tuple[dict | DynamoError, str | None]]:
         """Independent PutItem, UpdateItem or DeleteItem requests, validated together and then executed in order
         (phased.py): per request, its response or DynamoError and the version it read or wrote, exactly as one
-        `handle` call per request would have given them."""
+        `execute` call per request would have given them."""
         from .phased import handle_many
 
         return handle_many(self, operation, requests)

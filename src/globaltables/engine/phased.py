@@ -44,9 +44,8 @@ def handle_many(engine: Engine, operation: str, requests: list[Any]) -> list[Res
         if isinstance(write, DynamoError):
             results.append((write, None))
             continue
-        engine.response_version = None
         try:
-            results.append((execute(engine, write), engine.response_version))
+            results.append(execute(engine, write))
         except DynamoError as error:
-            results.append((error, engine.response_version))
+            results.append((error, None))  # a refused write wrote nothing and reports no version
     return results

@@ -285,16 +285,16 @@ class SimCluster:
             history.fail(op, "ConnectionRefused")  # the request never reached a process: certainly not applied
             return "fail", None
         try:
-            response = engine.handle(operation, request)
+            response, version = engine.execute(operation, request)
         except DynamoError as error:
             completion = history.error(op, type(error).__name__)
             return completion.type, None
         if f in ("put", "update", "delete"):
             self.after_commit(region)
-            history.ok(op, version=engine.response_version)
+            history.ok(op, version=version)
         else:
             item = response.get("Item")
-            history.ok(op, value=None if item is None else item.get("value"), version=engine.response_version)
+            history.ok(op, value=None if item is None else item.get("value"), version=version)
         return "ok", response
 
     def put(self, region: str, table: str, item: dict, *, process: Any = None, **extra: Any) -> tuple[str, Any]:

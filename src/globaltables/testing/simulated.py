@@ -311,10 +311,8 @@ class SimHarness(SimulatedHarness):
         state = cluster.regions[region]
         if not state.up:
             raise EndpointConnectionError(endpoint_url=url)
-        engine = state.engine
-        engine.response_version = None
-        status, out = wire.answer(engine, headers, "", body)
-        extra = {VERSION_HEADER: engine.response_version} if engine.response_version is not None else {}
+        status, out, version = wire.answer(state.engine, headers, "", body)
+        extra = {VERSION_HEADER: version} if version is not None else {}
         target = headers.get("X-Amz-Target") or ""
         if status == 200 and target.partition(".")[2] in WRITE_OPERATIONS:
             cluster.after_commit(region)
@@ -326,12 +324,7 @@ class SimHarness(SimulatedHarness):
         state = self.cluster.regions[region]
         if not state.up:
             return None
-        engine = state.engine
-        saved = engine.response_version
-        try:
-            return engine.handle("GetItem", {"TableName": table, "Key": key, "ConsistentRead": True}).get("Item")
-        finally:
-            engine.response_version = saved
+        return state.engine.handle("GetItem", {"TableName": table, "Key": key, "ConsistentRead": True}).get("Item")
 
     def items(self, region: str, table: str) -> dict[str, dict]:
         return self.cluster.items(region, table)
