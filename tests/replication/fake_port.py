@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import bisect
 import zlib
+from types import SimpleNamespace
 from typing import Any
 
 from globaltables.chaos.history import key_id
 from globaltables.replication.hlc import HybridLogicalClock, Version
 from globaltables.replication.messages import Record
+
+
+_LOCAL_COMMIT = SimpleNamespace(originated_here=True)  # what a listener reads of engine/commit.py's CommitResult
 
 
 class FakePort:
@@ -35,6 +39,13 @@ class FakePort:
         self.applied: dict[tuple[str, str, int], int] = {}
         self.acked: dict[tuple[str, str, int], int] = {}
         self.stream: list[tuple[str, str, str]] = []  # (table, key, version) of every change that took effect
+        self.listeners: list = []  # after-commit listeners, as the engine has (replication/hosted.py)
+
+    def add_commit_listener(self, listener) -> None:
+        self.listeners.append(listener)
+
+    def remove_commit_listener(self, listener) -> None:
+        self.listeners.remove(listener)
 
     # ------------------------------------------------------------------------------------------- local writes
 
@@ -55,6 +66,8 @@ class FakePort:
         self.logs.setdefault((table, lane), []).append(Record(pos, key, version, image, stamp.physical_ms))
         self.positions.setdefault((table, lane), []).append(pos)
         self.stream.append((table, kid, version))
+        for listener in list(self.listeners):
+            listener(_LOCAL_COMMIT)
         return version
 
     def trim(self, table: str, lane: int, through: int) -> None:

@@ -1,11 +1,11 @@
 """The change log: one ordered log of item changes per table, the source of DynamoDB Streams (and of replication).
 
 Theory of operation
-- `ChangeLog.on_commit` is a commit hook of the store (`commit_hooks`): for every effective item change
-  of a logged table it appends one record, in the same store transaction as the item rows, so the log holds
-  exactly the committed changes, in commit order, across crashes and restarts. A record keeps the full old and new
-  images (the event, INSERT/MODIFY/REMOVE, follows from which of them exist) and whether DynamoDB itself made the
-  change (a TTL deletion, `ItemWrite.service`). What a stream shows of a record (its view type) is decided when it
+- `ChangeLog.on_commit` is a step of the engine's commit pipeline (`Engine.commit`), a store commit hook run after
+  index maintenance: for every effective item change of a logged table it appends one record, in the same store
+  transaction as the item rows, so the log holds exactly the committed changes, in commit order, across crashes and
+  restarts. A record keeps the full old and new images (the event, INSERT/MODIFY/REMOVE, follows from which of them
+  exist) and whether DynamoDB itself made the change (a TTL deletion, `ItemWrite.service`). What a stream shows of a record (its view type) is decided when it
   is read: one log serves every view type, and replication can ship the same records.
 - "Effective": a PutItem or UpdateItem that leaves the item equal (by DynamoDB equality, sets unordered) writes no
   record, nor does a DeleteItem that finds nothing (the writers do not even commit that).
@@ -91,7 +91,6 @@ class ChangeLog:
             self.table_saved(definition)
         for name in [name for name in self._open if name not in engine.tables]:
             self._close(name)
-        engine.store.commit_hooks.append(self.on_commit)
 
     # ------------------------------------------------------------------------------------------------ write path
 

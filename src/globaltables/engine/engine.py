@@ -6,8 +6,14 @@ Operations live one per module in `engine/operations/`, named after the wire ope
 nothing else changes. `Engine.execute` gives every caller an `Answer(response, version)`; `Engine.handle` just the
 response, for the many callers (control plane, set-up, tests) that need no version.
 
-Every change to items goes through `Engine.commit`, the one place that can stamp a write with a version, record it
-in a change log and maintain indexes; replication hooks in there.
+Every change to items goes through `Engine.commit`, the commit pipeline, whose steps run in this order:
+1. stamp: local writes get their versions (a global table's, replica.py); writes that take no effect are dropped;
+2. in one store transaction, atomically: the item rows, then index maintenance (indexes.py), then the change log
+   (change_log.py), then any commit hook another component installed on the store later (strong mode's state,
+   engine/strong.py); a step that raises rolls the whole batch back;
+3. after the transaction committed: the after-commit listeners, in registration order, each given the
+   `CommitResult` (commit.py); the replication core's host is one (replication/hosted.py).
+The order of step 2's engine hooks is installed in one place, `Engine.__init__` (`_install_commit_steps`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from ..runtime.ids import IdSource, random_ids
 from . import streams, table_arns
 from .answer import Answer
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
+from .commit import NOTHING, CommitListener, CommitResult
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
 from .indexes import IndexManager
@@ -91,6 +98,8 @@ class Engine:
         # sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired` periodically.
         self.change_log = ChangeLog(self, stream_retention_s)
         self.ttl = TtlSweeper(self)
+        self._commit_listeners: list[CommitListener] = []
+        self._install_commit_steps()
         if versions is not None:
             # A restarted region's clock starts above every version it already holds (its own or replicated).
             highest = store.highest_version()
@@ -204,19 +213,40 @@ class Engine:
 
     # -------------------------------------------------------------------------------------------------- write path
 
+    def _install_commit_steps(self) -> None:
+        """Step 2 of the commit pipeline (module docstring): what runs inside the store transaction, after the item
+        rows, in this order. Index maintenance comes first so that an index refusing a write (a wrong key type)
+        rolls the batch back before anything is logged; the change log last, so it records only what the indexes
+        accepted."""
+        self.store.commit_hooks.extend((self.indexes.on_commit, self.change_log.on_commit))
+
+    def add_commit_listener(self, listener: CommitListener) -> None:
+        """Tell `listener` of every commit of item writes, after its transaction committed (step 3)."""
+        self._commit_listeners.append(listener)
+
+    def remove_commit_listener(self, listener: CommitListener) -> None:
+        self._commit_listeners.remove(listener)
+
     def commit(
         self,
         writes: list[ItemWrite],
         token: TokenRecord | None = None,
         positions: list[tuple[str, str, str, int, int]] | None = None,
-    ) -> None:
-        """Apply item writes atomically and durably. The only way items change.
+    ) -> CommitResult:
+        """Apply item writes atomically and durably through the commit pipeline (module docstring). The only way
+        items change.
 
         With a version source, local writes are stamped first (replica.py); a write that loses under the wall
         clock, or leaves a global table's item unchanged, is dropped from the batch (its `version` still says what
         it was given). `token` is a TransactWriteItems idempotency record and `positions` replication positions,
-        both committed in the same store transaction as the writes.
+        both committed in the same store transaction as the writes. Returns the writes committed.
         """
         if self.versions is not None and writes:
-            writes = self.replica.stamp_local_writes(writes)
-        self.store.write(writes, token, positions)
+            writes = self.replica.stamp_local_writes(writes)  # 1. stamp
+        self.store.write(writes, token, positions)  # 2. items, indexes, change log: one transaction
+        if not writes:
+            return NOTHING
+        result = CommitResult(writes)
+        for listener in self._commit_listeners:  # 3. after the commit
+            listener(result)
+        return result

@@ -1,9 +1,9 @@
 """Secondary index maintenance: every item write becomes index deltas, inside the write's own transaction.
 
 Theory of operation
-- `IndexManager.on_commit` is a commit hook of the store: for each item write (old image -> new image) on a table
-  with indexes it deletes the entry the old image had and puts the entry the new image has, in every index, before
-  the transaction commits. Writes that change nothing an index holds (same index key, same projected attributes)
+- `IndexManager.on_commit` is a step of the engine's commit pipeline (`Engine.commit`), run as a store commit hook:
+  for each item write (old image -> new image) on a table with indexes it deletes the entry the old image had and
+  puts the entry the new image has, in every index, before the transaction commits. Writes that change nothing an index holds (same index key, same projected attributes)
   do not touch it. Writers must fill `ItemWrite.old` on tables with indexes: the hook runs after the item rows are
   replaced and cannot read the previous version any more.
 - Sparse: an item lacking an index key attribute has no entry in that index. A multi-attribute GSI key (up to four
@@ -199,7 +199,6 @@ class IndexManager:
             for index in table.gsis:
                 if index.status == "CREATING":
                     self._backfills[(table.name, index.name)] = None
-        engine.store.commit_hooks.append(self.on_commit)
 
     # --------------------------------------------------------------------------------------- table lifecycle
 

@@ -52,6 +52,12 @@ class MrscDriver(NodeDriver):
         self.on_done = on_done
         super().__init__(node, scheduler, network)  # type: ignore[arg-type]
 
+    def _attach(self) -> None:
+        pass  # MRSC commits travel through the node's own protocol (replication/mrsc/node.py), not the engine's
+
+    def _detach(self) -> None:
+        pass
+
     def run(self, envelopes: list) -> None:
         """Send what a host-side call to the node returned, then hand over completions and re-arm the timer."""
         self._send(envelopes)
