@@ -16,13 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import DynamoError, SerializationException
-from .operations import delete_item, put_item, update_item
 from .operations.read_modify_write import execute
+from .operations.write_preparers import PREPARE
 
 if TYPE_CHECKING:
     from .engine import Engine
-
-PREPARE = {"PutItem": put_item.prepare, "UpdateItem": update_item.prepare, "DeleteItem": delete_item.prepare}
 
 Result = tuple[dict | DynamoError, str | None]  # (response or error, the version the request read or wrote)
 

@@ -27,7 +27,7 @@ from ..chaos.conditions import register_condition
 from ..chaos.history import History
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
-from ..engine.operations import delete_item, put_item, update_item
+from ..engine.operations.write_preparers import PREPARE
 from ..engine.schema import validate_item_size
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import StrongStore, item_id, make_strong
@@ -41,7 +41,6 @@ from .cluster import DEFAULT_TABLE, NodeDriver, reopen, scan_items
 from .loop import Scheduler
 from .network import LinkSettings, SimNetwork
 
-PREPARE = {"put": put_item.prepare, "update": update_item.prepare, "delete": delete_item.prepare}
 OPERATION = {"put": "PutItem", "update": "UpdateItem", "delete": "DeleteItem"}
 
 
@@ -230,7 +229,7 @@ class MrscCluster:
             self._notify(process, region)
             return
         try:
-            prepared = PREPARE[f](member.engine, request)
+            prepared = PREPARE[OPERATION[f]](member.engine, request)
         except DynamoError as error:
             self.history.error(op, type(error).__name__)
             self._notify(process, region)
