@@ -258,7 +258,8 @@ class RegionNode:
             out.append(Envelope(self.region, link.peer, SHIP, self._msg_id, None, data, channel))
 
     def _stamp(self) -> str | None:
-        return self.hlc.now().encode() if self.hlc is not None else None
+        hlc = self.hlc
+        return hlc.encode(hlc.now()) if hlc is not None else None
 
     def _drop(self, envelope: Envelope, reason: str) -> list[Envelope]:
         self.dropped_messages += 1
