@@ -91,6 +91,7 @@ def decode_uint(text: str, start: int = 0) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------------------ stamps and versions
 
+
 class HlcTimestamp(NamedTuple):
     """A hybrid logical timestamp; ordered as the tuple (physical_ms, logical)."""
 
