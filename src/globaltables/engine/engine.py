@@ -215,9 +215,9 @@ class Engine:
 
     def _install_commit_steps(self) -> None:
         """Step 2 of the commit pipeline (module docstring): what runs inside the store transaction, after the item
-        rows, in this order. Index maintenance comes first so that an index refusing a write (a wrong key type)
-        rolls the batch back before anything is logged; the change log last, so it records only what the indexes
-        accepted."""
+        rows, in this order. Index maintenance comes first: an index may refuse a write (a key attribute of the wrong
+        type), rolling the batch back, and the change log, which advances its sequence numbers and lane ends in
+        memory as it appends, must only ever see a batch the indexes accepted."""
         self.store.commit_hooks.extend((self.indexes.on_commit, self.change_log.on_commit))
 
     def add_commit_listener(self, listener: CommitListener) -> None:
