@@ -1,5 +1,6 @@
-"""`HostedNode`: what a host loop drives — one region's replication core and its engine — and `MrecRegion`, the
-multi-Region eventually consistent one (a `RegionNode` over an `Engine`).
+"""`HostedNode`: what a host loop drives — one region's replication core and its engine — with `MrecRegion`, the
+multi-Region eventually consistent one (a `RegionNode` over an `Engine`), and `MrscRegion`, a strong-mode member
+(an `MrscNode` over its engine).
 
 Theory of operation (cores step, hosts loop): a host owns the clock and the transport. The region process
 (region/replication_host.py, asyncio) and the simulator (sim/cluster.py `NodeDriver`, virtual time) drive a hosted
@@ -16,6 +17,11 @@ transaction committed; when the batch holds a write that originated here (a clie
 re-asserted over a replicated TTL deletion), the node is told (`RegionNode.on_local_commit`: ship within
 `flush_interval`, so a burst of commits shares Ships) and the host woken. Nobody has to remember to call anything
 after a write, and a write the engine dropped (an unchanged item, a wall-clock loser) wakes nothing.
+
+A strong-mode member commits through its protocol, not after the fact: a client write is submitted to the node
+(`MrscNode.submit_write` and its kin, which the hosts call on `MrscRegion.node`) and commits when a majority agreed,
+so `MrscRegion.attach` has no commits to listen to; its host collects finished client operations with
+`take_completions()` after every call.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any, Protocol
 from ..engine.answer import Answer
 from ..engine.commit import CommitResult
 from ..runtime.transport import Envelope
+from .mrsc.node import MrscNode
 from .node import RegionNode
 
 
@@ -94,6 +101,38 @@ class MrecRegion:
 
     def next_deadline(self) -> float | None:
         return self.node.next_deadline()
+
+    def execute(self, operation: str, request: Any) -> Answer:
+        return self.engine.execute(operation, request)
+
+
+class MrscRegion:
+    """One strong-mode (MRSC) member as a host drives it: the node runs the commit protocol, the engine (a
+    witness's holds no tables) answers what needs no protocol."""
+
+    def __init__(self, node: MrscNode, engine: Any) -> None:
+        self.node = node
+        self.engine = engine
+        self.region = node.region
+
+    def attach(self, now: Callable[[], float], wake: Callable[[], None]) -> None:
+        pass  # commits are the protocol's own (module docstring): nothing to hear of after the fact
+
+    def detach(self) -> None:
+        pass
+
+    def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
+        return self.node.on_message(envelope, now)
+
+    def poll(self, now: float) -> list[Envelope]:
+        return self.node.poll(now)
+
+    def next_deadline(self) -> float | None:
+        return self.node.next_deadline()
+
+    def take_completions(self) -> list[tuple[Any, str, Any]]:
+        """The client operations the node finished since the last call: (op_id, outcome, detail)."""
+        return self.node.take_completions()
 
     def execute(self, operation: str, request: Any) -> Answer:
         return self.engine.execute(operation, request)

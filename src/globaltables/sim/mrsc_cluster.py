@@ -32,6 +32,7 @@ from ..engine.schema import validate_item_size
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import StrongStore, item_id, make_strong
 from ..replication.mrsc.config import MrscConfig
+from ..replication.hosted import MrscRegion
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.ids import seeded_ids
@@ -47,15 +48,9 @@ OPERATION = {"put": "PutItem", "update": "UpdateItem", "delete": "DeleteItem"}
 class MrscDriver(NodeDriver):
     """A `NodeDriver` that also passes the node's completed client operations to the cluster."""
 
-    def __init__(self, node: MrscNode, scheduler: Scheduler, network: SimNetwork, on_done: Callable) -> None:
+    def __init__(self, node: MrscRegion, scheduler: Scheduler, network: SimNetwork, on_done: Callable) -> None:
         self.on_done = on_done
-        super().__init__(node, scheduler, network)  # type: ignore[arg-type]
-
-    def _attach(self) -> None:
-        pass  # MRSC commits travel through the node's own protocol (replication/mrsc/node.py), not the engine's
-
-    def _detach(self) -> None:
-        pass
+        super().__init__(node, scheduler, network)
 
     def run(self, envelopes: list) -> None:
         """Send what a host-side call to the node returned, then hand over completions and re-arm the timer."""
@@ -95,7 +90,7 @@ class MrscMember:
         self.api.strong_membership.configure([self.name, *others], cluster.witness)
         node_class = MrscWitness if self.witness else MrscNode
         self.node = node_class(self.name, others, self.strong, cluster.config)
-        self.driver = MrscDriver(self.node, cluster.scheduler, cluster.network, cluster._done)
+        self.driver = MrscDriver(MrscRegion(self.node, self.api), cluster.scheduler, cluster.network, cluster._done)
         self.up = True
         self.driver.run(self.node.start(self.driver.now()))
 
