@@ -31,8 +31,8 @@ from ..engine.operations.write_preparers import PREPARE
 from ..engine.schema import validate_item_size
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import StrongStore, item_id, make_strong
-from ..replication.mrsc.config import MrscConfig
 from ..replication.hosted import MrscRegion
+from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.witness import MrscWitness
 from ..runtime.ids import seeded_ids
