@@ -91,14 +91,15 @@ class Engine:
         }
         self._handlers: dict[str, Handler] = {}
         self.faults = Faults(clock)  # injected transaction conflicts (faults.py); empty unless a test sets one
-        # Secondary indexes (indexes.py): a commit hook of the store, plus backfills and purges run by
+        # Secondary indexes (indexes.py): a step of the commit pipeline, plus backfills and purges run by
         # `background_step`.
         self.indexes = IndexManager(self)
-        # The change log (change_log.py): a commit hook after the index one, the source of streams; and the TTL
-        # sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired` periodically.
+        # The change log (change_log.py): the pipeline's step after the indexes, the source of streams and of
+        # replication; and the TTL sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired`
+        # periodically.
         self.change_log = ChangeLog(self, stream_retention_s)
         self.ttl = TtlSweeper(self)
-        self._commit_listeners: list[CommitListener] = []
+        self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
         self._install_commit_steps()
         if versions is not None:
             # A restarted region's clock starts above every version it already holds (its own or replicated).
