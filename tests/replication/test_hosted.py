@@ -28,6 +28,8 @@ def test_a_local_commit_sets_the_flush_deadline_and_wakes_the_host():
     assert answer.version is not None
     assert woken == ["wake"] and region.local_commits == 1
     assert region.next_deadline() == 10.0 + region.node.config.flush_interval
+    put(region, "b", "y")  # within the flush window: shipped by the flush already due, no new wake-up
+    assert woken == ["wake"] and region.local_commits == 2
     assert [envelope.dest for envelope in region.poll(10.5)] == ["eu-west-1"]
 
 

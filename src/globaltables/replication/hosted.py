@@ -6,7 +6,7 @@ Theory of operation (cores step, hosts loop): a host owns the clock and the tran
 (region/replication_host.py, asyncio) and the simulator (sim/cluster.py `NodeDriver`, virtual time) drive a hosted
 node with the same calls, each passing its monotonic clock's `now` in seconds and sending every envelope returned:
   - `attach(now, wake)` once, before anything else: from then on the node learns of local commits by itself and
-    calls `wake()` whenever `next_deadline()` may have moved, so the host re-arms its timer; `detach()` at the end;
+    calls `wake()` whenever `next_deadline()` moved, so the host re-arms its timer; `detach()` at the end;
   - `on_message(envelope, now)` for every envelope that arrives;
   - `poll(now)` when `next_deadline()` has come (None: nothing to do until a commit or a message);
   - `execute(operation, request)`: a client operation enters here (the engine's answer, with its version).
@@ -90,8 +90,8 @@ class MrecRegion:
     def _committed(self, result: CommitResult) -> None:
         if result.originated_here and self._now is not None:
             self.local_commits += 1
-            self.node.on_local_commit(self._now())
-            self._wake()
+            if self.node.on_local_commit(self._now()):
+                self._wake()  # only when the deadline moved: a burst of commits re-arms the host's timer once
 
     def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
         return self.node.on_message(envelope, now)
