@@ -10,26 +10,35 @@ the region process and in the simulator.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 from .storage.records import ItemWrite
 
 
-class CommitResult(NamedTuple):
+class CommitResult:
     """The item writes one `Engine.commit` made durable, in order (writes dropped by stamping excluded: an
-    unchanged item of a global table, a wall-clock write that lost)."""
+    unchanged item of a global table, a wall-clock write that lost). A slotted class rather than a NamedTuple: one
+    is built per commit, on the write path, and this is the cheapest to build."""
 
-    writes: list[ItemWrite]
+    __slots__ = ("writes",)
+
+    def __init__(self, writes: list[ItemWrite]) -> None:
+        self.writes = writes
 
     @property
     def originated_here(self) -> bool:
         """Whether any of the writes originated in this region (a client write, a TTL deletion, a re-asserted
         item), i.e. whether replication has something new to ship; replicated applies have an origin."""
-        return any(write.origin is None for write in self.writes)
+        for write in self.writes:  # a plain loop: several times cheaper than any() over a generator
+            if write.origin is None:
+                return True
+        return False
 
     @property
     def local_writes(self) -> list[ItemWrite]:
         return [write for write in self.writes if write.origin is None]
+
+    def __repr__(self) -> str:
+        return f"CommitResult({self.writes!r})"
 
 
 CommitListener = Callable[[CommitResult], None]

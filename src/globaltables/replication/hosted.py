@@ -88,7 +88,7 @@ class MrecRegion:
             self._now, self._wake = None, _nothing
 
     def _committed(self, result: CommitResult) -> None:
-        if result.originated_here and self._now is not None:
+        if self._now is not None and result.originated_here:
             self.local_commits += 1
             if self.node.on_local_commit(self._now()):
                 self._wake()  # only when the deadline moved: a burst of commits re-arms the host's timer once
