@@ -93,12 +93,12 @@ class Engine:
         self.faults = Faults(clock)  # injected transaction conflicts (faults.py); empty unless a test sets one
         # Secondary indexes (indexes.py): a step of the commit pipeline, plus backfills and purges run by
         # `background_step`.
-        self.indexes = IndexManager(self)
+        self.indexes = IndexManager(store, self.tables, self.save_table)
         # The change log (change_log.py): the pipeline's step after the indexes, the source of streams and of
         # replication; and the TTL sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired`
         # periodically.
-        self.change_log = ChangeLog(self, stream_retention_s)
-        self.ttl = TtlSweeper(self)
+        self.change_log = ChangeLog(store, clock, self.tables, self.replica.trim_ceilings, stream_retention_s)
+        self.ttl = TtlSweeper(store, clock, self.tables, self.faults, self.commit)
         self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
         self._install_commit_steps()
         if versions is not None:
