@@ -5,8 +5,8 @@ How it drives the simulator (no asyncio, no task per operation): the workload is
 1 ms apart; at each, `--batch` PutItems (round-robin over the regions, fresh keys) go straight to the engines, each
 region's share in one `Engine.handle_many` call (engine/phased.py: every request validated, then each executed and
 committed in order, with its own response: the outcome of one `handle` call per request, with the interpreter's
-caches kept on one phase at a time), then each region's replication is told once (`after_commit`), and the
-scheduler runs to the next instant. At the end the scheduler runs until every link is acknowledged. A put counts when every region holds it:
+caches kept on one phase at a time; each commit tells the region's replication through the engine's after-commit
+listener, and a burst shares one flush), and the scheduler runs to the next instant. At the end the scheduler runs until every link is acknowledged. A put counts when every region holds it:
 the final check reads each region's item count, and the rate is (puts applied in all three regions) / (wall time of
 the whole run, replication included). The network journal is off (`journal=False`), as for any long run.
 
@@ -86,8 +86,6 @@ def run_cluster(puts: int, batch: int, phased: bool = True) -> tuple[float, int,
             else:
                 for request in requests:
                     engine.handle("PutItem", request)
-        for region in REGIONS:
-            cluster.after_commit(region)
         client_s += time.perf_counter() - t0
         instant += 1000
         scheduler.run_until_us(instant)

@@ -13,7 +13,7 @@ from globaltables.chaos.checkers.staleness import check_staleness
 from globaltables.chaos.controller import Controller
 from globaltables.chaos.schedule import ScheduleError, load_schedule, parse_schedule
 from globaltables.chaos.target import SimTarget
-from globaltables.engine.replica import ReplicatedRecord
+from globaltables.engine.mutation import Mutation
 from globaltables.sim.cluster import SimCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ def test_a_replica_dropping_one_replicated_write_fails_convergence_naming_the_ke
             for r in records:
                 if not DroppingPort.dropped:  # the only replicated write in this run: k3's
                     DroppingPort.dropped.append(r)
-                    r = ReplicatedRecord(r.pos, r.key or {"pk": r.image["pk"]}, f"A0.A0/{origin}", None, r.commit_ms)
+                    r = Mutation(r.pos, r.key or {"pk": r.image["pk"]}, f"A0.A0/{origin}", None, r.commit_ms)
                 changed.append(r)
             return self._port.apply_replicated(origin, table, lane, changed)
 

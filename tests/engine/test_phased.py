@@ -57,10 +57,10 @@ def test_handle_many_matches_one_handle_per_request(make_store, seed: int) -> No
         expected = []
         for request in batch:
             try:
-                response = one_by_one.handle(operation, request)
+                response, version = one_by_one.execute(operation, request)
             except DynamoError as error:
-                response = error
-            expected.append((outcome(response), one_by_one.response_version))
+                response, version = error, None
+            expected.append((outcome(response), version))
         got = [(outcome(response), version) for response, version in phased.handle_many(operation, batch)]
         assert got == expected
     scan = {"TableName": TABLE, "ConsistentRead": True}

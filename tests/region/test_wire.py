@@ -400,13 +400,14 @@ def test_refused_requests_on_a_real_table_change_nothing(region_endpoint, dynamo
 
 
 class ExplodingEngine:
-    def handle(self, operation, request):
+    def execute(self, operation, request):
         raise RuntimeError("secret internal detail")
 
 
 def test_unexpected_exception_is_a_generic_500_without_traceback(caplog):
     headers = signed("http://127.0.0.1:1", "DynamoDB_20120810.ListTables", b"{}")
-    status, body = wire.answer(ExplodingEngine(), headers, "", b"{}")
+    status, body, version = wire.answer(ExplodingEngine(), headers, "", b"{}")
+    assert version is None
     assert status == 500
     assert orjson.loads(body) == {
         "__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",

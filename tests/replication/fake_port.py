@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import bisect
 import zlib
+from types import SimpleNamespace
 from typing import Any
 
 from globaltables.chaos.history import key_id
+from globaltables.engine.mutation import Mutation
 from globaltables.replication.hlc import HybridLogicalClock, Version
-from globaltables.replication.messages import Record
+
+_LOCAL_COMMIT = SimpleNamespace(originated_here=True)  # what a listener reads of engine/commit.py's CommitResult
 
 
 class FakePort:
@@ -29,12 +32,19 @@ class FakePort:
         self.tables = list(tables)
         self.items: dict[str, dict[str, tuple[str, dict | None]]] = {t: {} for t in tables}  # key -> (version, image)
         self.seq: dict[str, int] = {t: 0 for t in tables}
-        self.logs: dict[tuple[str, int], list[Record]] = {}
+        self.logs: dict[tuple[str, int], list[Mutation]] = {}
         self.positions: dict[tuple[str, int], list[int]] = {}
         self.trimmed: dict[tuple[str, int], int] = {}
         self.applied: dict[tuple[str, str, int], int] = {}
         self.acked: dict[tuple[str, str, int], int] = {}
         self.stream: list[tuple[str, str, str]] = []  # (table, key, version) of every change that took effect
+        self.listeners: list = []  # after-commit listeners, as the engine has (replication/hosted.py)
+
+    def add_commit_listener(self, listener) -> None:
+        self.listeners.append(listener)
+
+    def remove_commit_listener(self, listener) -> None:
+        self.listeners.remove(listener)
 
     # ------------------------------------------------------------------------------------------- local writes
 
@@ -52,9 +62,11 @@ class FakePort:
         self.seq[table] += 1
         pos = self.seq[table]
         lane = self.lane_of(table, kid.encode())
-        self.logs.setdefault((table, lane), []).append(Record(pos, key, version, image, stamp.physical_ms))
+        self.logs.setdefault((table, lane), []).append(Mutation(pos, key, version, image, stamp.physical_ms))
         self.positions.setdefault((table, lane), []).append(pos)
         self.stream.append((table, kid, version))
+        for listener in list(self.listeners):
+            listener(_LOCAL_COMMIT)
         return version
 
     def trim(self, table: str, lane: int, through: int) -> None:
@@ -79,7 +91,7 @@ class FakePort:
     def lanes(self, table: str) -> int:
         return self.lanes_count
 
-    def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> list[Record]:
+    def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> list[Mutation]:
         positions = self.positions.get((table, lane), [])
         start = bisect.bisect_right(positions, after_pos)
         return self.logs[(table, lane)][start : start + limit] if positions else []

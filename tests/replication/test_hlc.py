@@ -270,3 +270,20 @@ def test_malformed_stamps_are_refused(text):
 def test_malformed_versions_are_refused(text):
     with pytest.raises(ValueError, match="invalid version"):
         Version.parse(text)
+
+
+def test_a_clocks_encoding_of_its_stamps_is_the_stamps_own_whatever_other_clocks_encode():
+    # Each clock keeps the text of its last physical part (HybridLogicalClock.encode): two regions stamping in turn,
+    # in different milliseconds, must each get exactly HlcTimestamp.encode's text, never the other's cached part.
+    rng = random.Random(3)
+    millis = {"a": 1_700_000_000_000, "b": 1_600_000_000_000}
+    clocks = {name: HybridLogicalClock(lambda name=name: millis[name], 500) for name in millis}
+    for _ in range(2000):
+        name = rng.choice("ab")
+        if rng.random() < 0.3:
+            millis[name] += rng.choice((1, 1, 7, 1000))
+        stamp = clocks[name].now()
+        assert clocks[name].encode(stamp) == stamp.encode()
+        assert HlcTimestamp.parse(clocks[name].encode(stamp)) == stamp
+    other = HlcTimestamp(millis["a"] + 5, 2)  # not this clock's own stamp: still encoded correctly
+    assert clocks["b"].encode(other) == other.encode()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from globaltables.chaos.history import key_id
 from globaltables.replication.config import ReplicationConfig
 from globaltables.replication.hlc import HybridLogicalClock
+from globaltables.replication.hosted import MrecRegion
 from globaltables.replication.node import RegionNode
 from globaltables.replication.receiver import Receiver
 from globaltables.runtime.rng import Rng
@@ -38,14 +39,16 @@ class Harness:
     def start(self, region: str) -> NodeDriver:
         peers = [r for r in REGIONS if r != region]
         node = RegionNode(region, peers, self.ports[region], self.config, hlc=self.ports[region].hlc)
-        return NodeDriver(node, self.scheduler, self.network)
+        # Local commits reach the node as in a region: through the port's after-commit listener.
+        return NodeDriver(MrecRegion(None, node, commits=self.ports[region]), self.scheduler, self.network)
+
+    def node(self, region: str) -> RegionNode:
+        return self.drivers[region].node.node
 
     def write(self, region: str, key: str, value: str | None) -> None:
         image = None if value is None else {"pk": {"S": key}, "value": {"S": value}}
         version = self.ports[region].write("T", {"pk": {"S": key}}, image)
         self.written.append((region, key, version, image))
-        if self.drivers[region] is not None:
-            self.drivers[region].after_commit()
 
     def random_writes(self, count: int, keys: int, until: float) -> None:
         workload = self.rng.fork("workload")
@@ -65,7 +68,7 @@ class Harness:
         return {kid: image for kid, (_, image) in sorted(best.items()) if image is not None}
 
     def status(self, region: str) -> dict:
-        return self.drivers[region].node.status()
+        return self.node(region).status()
 
 
 def assert_converged(h: Harness) -> None:
@@ -77,7 +80,7 @@ def assert_converged(h: Harness) -> None:
             if origin != region:
                 for lane in range(h.config.lanes):
                     assert h.ports[region].applied_position(origin, "T", lane) == h.ports[origin].log_end("T", lane)
-        assert h.drivers[region].node.idle()
+        assert h.node(region).idle()
 
 
 def test_random_writes_converge_under_loss_duplication_and_reordering():
@@ -124,7 +127,7 @@ def test_a_partition_holds_writes_back_and_healing_resumes_from_the_acked_positi
                 first_ship_after_heal.append((ship.lane, ship.prev_pos))
             return super().on_ship(origin, ship, stamp)
 
-    node = h.drivers["eu-west-1"].node
+    node = h.node("eu-west-1")
     node.receiver = Spy(h.ports["eu-west-1"])
     node.receiver.applied_records = applied_before
     h.network.heal()
@@ -187,7 +190,7 @@ def test_status_reports_links_and_applied_positions():
 
 def test_messages_from_strangers_or_garbage_are_dropped():
     h = Harness(seed=1, link=LinkSettings(latency_ms=10))
-    node = h.drivers["us-east-1"].node
+    node = h.node("us-east-1")
     assert node.on_message(Envelope("mallory", "us-east-1", "ship", 1, body=b"[]"), 0.0) == []
     assert node.on_message(Envelope("eu-west-1", "us-east-1", "ship", 1, body=b"garbage"), 0.0) == []
     assert (

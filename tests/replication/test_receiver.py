@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from globaltables.engine.mutation import Mutation
 from globaltables.replication.hlc import HybridLogicalClock
-from globaltables.replication.messages import Record, Ship, decode, encode
+from globaltables.replication.messages import Ship, decode, encode
 from globaltables.replication.receiver import Receiver
 from replication.fake_port import FakePort
 
 
-def record(pos: int, key: str, version: str, value: str | None) -> Record:
+def record(pos: int, key: str, version: str, value: str | None) -> Mutation:
     image = None if value is None else {"pk": {"S": key}, "value": {"S": value}}
-    return Record(pos, {"pk": {"S": key}}, version, image, 0)
+    return Mutation(pos, {"pk": {"S": key}}, version, image, 0)
 
 
 V1 = "M1700000000000.A0/us-east-1"
@@ -79,7 +80,7 @@ def test_records_carry_the_origins_item_size_and_older_peers_may_leave_it_out():
 
     from globaltables.replication.messages import MessageError
 
-    sized = Record(5, {"pk": {"S": "a"}}, V1, {"pk": {"S": "a"}, "v": {"S": "x"}}, 0, False, 3)
+    sized = Mutation(5, {"pk": {"S": "a"}}, V1, {"pk": {"S": "a"}, "v": {"S": "x"}}, 0, False, 3)
     assert decode(encode(Ship("T", 0, 0, 4, (sized,)))).records == (sized,)
     # A six-element record (a peer of an earlier release) decodes with no size: the receiver counts it.
     legacy = b'["ship","T",0,0,4,null,[[5,{"pk":{"S":"a"}},"' + V1.encode() + b'",{"pk":{"S":"a"}},0,false]]]'

@@ -15,7 +15,7 @@ import pytest
 from globaltables.chaos.checkers.convergence import check_convergence
 from globaltables.chaos.checkers.lww import check_lww
 from globaltables.chaos.history import key_id
-from globaltables.engine.replica import ReplicatedRecord
+from globaltables.engine.mutation import Mutation
 from globaltables.experiment.topology import load_topology
 from globaltables.sim.cluster import SimCluster
 from globaltables.sim.network import LinkSettings
@@ -78,7 +78,7 @@ def test_a_replica_that_drops_one_replicated_write_fails_the_checkers_naming_the
         def apply_replicated(self, origin, table, lane, records):
             # Replaced by a delete with the smallest version: it loses to anything, and the position still moves.
             records = [
-                ReplicatedRecord(r.pos, r.key or {"pk": r.image["pk"]}, f"A0.A0/{origin}", None, r.commit_ms)
+                Mutation(r.pos, r.key or {"pk": r.image["pk"]}, f"A0.A0/{origin}", None, r.commit_ms)
                 if r.version == winner.version
                 else r
                 for r in records

@@ -1,11 +1,11 @@
 """The change log: one ordered log of item changes per table, the source of DynamoDB Streams (and of replication).
 
 Theory of operation
-- `ChangeLog.on_commit` is a commit hook of the store (`commit_hooks`): for every effective item change
-  of a logged table it appends one record, in the same store transaction as the item rows, so the log holds
-  exactly the committed changes, in commit order, across crashes and restarts. A record keeps the full old and new
-  images (the event, INSERT/MODIFY/REMOVE, follows from which of them exist) and whether DynamoDB itself made the
-  change (a TTL deletion, `ItemWrite.service`). What a stream shows of a record (its view type) is decided when it
+- `ChangeLog.on_commit` is a step of the engine's commit pipeline (`Engine.commit`), a store commit hook run after
+  index maintenance: for every effective item change of a logged table it appends one record, in the same store
+  transaction as the item rows, so the log holds exactly the committed changes, in commit order, across crashes and
+  restarts. A record keeps the full old and new images (the event, INSERT/MODIFY/REMOVE, follows from which of them
+  exist) and whether DynamoDB itself made the change (a TTL deletion, `ItemWrite.service`). What a stream shows of a record (its view type) is decided when it
   is read: one log serves every view type, and replication can ship the same records.
 - "Effective": a PutItem or UpdateItem that leaves the item equal (by DynamoDB equality, sets unordered) writes no
   record, nor does a DeleteItem that finds nothing (the writers do not even commit that).
@@ -27,7 +27,7 @@ Theory of operation
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from .storage.records import ItemWrite, LogRecord, StreamRow, partition_hash
 from .values import values_equal
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..runtime.clock import Clock
 
 DEFAULT_RETENTION_S = 24 * 3600.0
 TRIM_CHUNK = 5000  # records removed per trim step: a few milliseconds
@@ -72,9 +72,22 @@ def items_equal(old: dict, new: dict) -> bool:
 class ChangeLog:
     """The change log of one engine: the commit hook, the stream registry, reads and retention."""
 
-    def __init__(self, engine: Engine, retention_s: float = DEFAULT_RETENTION_S) -> None:
-        self.engine = engine
-        self.store = engine.store.change_log_store()
+    def __init__(
+        self,
+        store: Any,
+        clock: Clock,
+        tables: Mapping[str, TableDefinition],
+        trim_ceilings: Callable[[], dict[int, int]],
+        retention_s: float = DEFAULT_RETENTION_S,
+    ) -> None:
+        """`store`: the engine's store (the log lives in its `change_log_store()`); `tables`: the engine's table
+        registry (read live); `trim_ceilings`: how far replication lets each global table's log be trimmed
+        (`ReplicaPort.trim_ceilings`)."""
+        self._items = store
+        self._clock = clock
+        self._tables = tables
+        self._trim_ceilings = trim_ceilings
+        self.store = store.change_log_store()
         self.retention_s = retention_s
         self.trim_chunk = TRIM_CHUNK
         self._logged: dict[str, int] = {}  # table name -> store table id, for every table whose changes are logged
@@ -87,11 +100,10 @@ class ChangeLog:
         for stream in self.store.streams():
             if stream.enabled:
                 self._open[stream.table_name] = stream
-        for definition in list(engine.tables.values()):
+        for definition in list(tables.values()):
             self.table_saved(definition)
-        for name in [name for name in self._open if name not in engine.tables]:
+        for name in [name for name in self._open if name not in tables]:
             self._close(name)
-        engine.store.commit_hooks.append(self.on_commit)
 
     # ------------------------------------------------------------------------------------------------ write path
 
@@ -114,7 +126,7 @@ class ChangeLog:
             elif new is not None and not write.reassert and items_equal(old, new):
                 continue  # an unchanged item: no record
             if now is None:
-                now = self.engine.clock.wall_time()
+                now = self._clock.wall_time()
             seq = self._next.get(tid) or self.next_seq(tid)
             lane_count = lanes.get(write.table)
             lane = None if lane_count is None else partition_hash(write.pk) % lane_count
@@ -155,7 +167,7 @@ class ChangeLog:
         if name in self._open or definition.replicas or definition.point_in_time_recovery:
             # Global tables are always logged: the log is also what replication ships (docs/replication.md); so are
             # tables with point-in-time recovery, whose restores are reconstructed from it.
-            tid = self._logged[name] = self.engine.store.table_id(name)
+            tid = self._logged[name] = self._items.table_id(name)
             if definition.point_in_time_recovery:
                 self.store.register_table(tid)  # trimmed by retention like a stream's table
         else:
@@ -175,8 +187,8 @@ class ChangeLog:
             while self.store.stream(f"{definition.arn}/stream/{label}") is not None:
                 label = label_after(label)
             definition.stream = {**definition.stream, "LatestStreamLabel": label}
-            self.engine.store.save_table(definition.name, definition.to_dict())
-        tid = self.engine.store.table_id(definition.name)
+            self._items.save_table(definition.name, definition.to_dict())
+        tid = self._items.table_id(definition.name)
         stream = StreamRow(
             arn=definition.stream_arn,
             tid=tid,
@@ -194,7 +206,7 @@ class ChangeLog:
 
     def _close(self, name: str) -> None:
         stream = self._open.pop(name)
-        self.store.close_stream(stream.arn, self.next_seq(stream.tid) - 1, self.engine.clock.wall_time())
+        self.store.close_stream(stream.arn, self.next_seq(stream.tid) - 1, self._clock.wall_time())
 
     # ---------------------------------------------------------------------------------------------------- reads
 
@@ -236,7 +248,7 @@ class ChangeLog:
 
         horizons = {}
         for name, tid in self._logged.items():
-            definition = self.engine.tables.get(name)
+            definition = self._tables.get(name)
             if definition is not None and definition.point_in_time_recovery:
                 horizons[tid] = earliest_restorable(definition.point_in_time_recovery, now)
         return horizons
@@ -244,11 +256,9 @@ class ChangeLog:
     def trim(self, limit: int | None = None) -> int:
         """Drop records older than the retention period, and streams disabled longer ago than that; one bounded
         step (at most `limit` records). How many records were removed."""
-        now = self.engine.clock.wall_time()
+        now = self._clock.wall_time()
         before = now - self.retention_s
-        removed = self.store.trim(
-            before, limit or self.trim_chunk, self.engine.replica.trim_ceilings(), self.recovery_horizons(now)
-        )
+        removed = self.store.trim(before, limit or self.trim_chunk, self._trim_ceilings(), self.recovery_horizons(now))
         for stream in self.store.streams():
             if stream.disabled is not None and stream.disabled < before:
                 self.store.drop_stream(stream.arn)

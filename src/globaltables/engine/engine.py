@@ -1,11 +1,19 @@
 """The engine of one region: the table registry, the operation dispatch table and the single write path.
 
 Operations live one per module in `engine/operations/`, named after the wire operation in snake case
-(`PutItem` -> `operations/put_item.py`), each exporting `handle(engine, request) -> response`. Adding an operation
-is adding a module; nothing else changes.
+(`PutItem` -> `operations/put_item.py`), each exporting `handle(engine, request)` returning the response, or an
+`Answer` (answer.py) when the operation read or wrote an item version. Adding an operation is adding a module;
+nothing else changes. `Engine.execute` gives every caller an `Answer(response, version)`; `Engine.handle` just the
+response, for the many callers (control plane, set-up, tests) that need no version.
 
-Every change to items goes through `Engine.commit`, the one place that can stamp a write with a version, record it
-in a change log and maintain indexes; replication hooks in there.
+Every change to items goes through `Engine.commit`, the commit pipeline, whose steps run in this order:
+1. stamp: local writes get their versions (a global table's, replica.py); writes that take no effect are dropped;
+2. in one store transaction, atomically: the item rows, then index maintenance (indexes.py), then the change log
+   (change_log.py), then any commit hook another component installed on the store later (strong mode's state,
+   engine/strong.py); a step that raises rolls the whole batch back;
+3. after the transaction committed: the after-commit listeners, in registration order, each given the
+   `CommitResult` (commit.py); the replication core's host is one (replication/hosted.py).
+The order of step 2's engine hooks is installed in one place, `Engine.__init__` (`_install_commit_steps`).
 """
 
 from __future__ import annotations
@@ -18,21 +26,23 @@ from typing import Any
 from ..runtime.clock import Clock
 from ..runtime.ids import IdSource, random_ids
 from . import streams, table_arns
+from .answer import Answer
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
+from .commit import NOTHING, CommitListener, CommitResult
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
 from .indexes import IndexManager
 from .replica import ReplicaPort, VersionSource
 from .replica_membership import ReplicaMembership
 from .schema import TableDefinition
-from .storage.records import ItemWrite, TokenRecord
 from .storage.memory_store import MemoryStore
+from .storage.records import ItemWrite, TokenRecord
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
 from .table_arns import BATCH_OPERATIONS, is_arn
 from .ttl import TtlSweeper
 
-Handler = Callable[["Engine", dict], dict]
+Handler = Callable[["Engine", dict], "dict | Answer"]
 
 # Every operation of the DynamoDB_20120810 API. Those without a module here are refused clearly, not as unknown.
 DYNAMODB_OPERATIONS = frozenset(
@@ -73,9 +83,6 @@ class Engine:
         # How long a delete's tombstone outlives it (facts §10.5): a write older than the delete that arrives later
         # than this could resurrect the item, so keep it well above the longest partition an experiment holds.
         self.tombstone_retention_s = tombstone_retention_s
-        # The version of the item the last data-plane operation wrote or read, for the x-globaltables-version
-        # header; reset by every `handle`.
-        self.response_version: str | None = None
         self.clock = clock
         self.region = region
         self.account = account
@@ -84,13 +91,16 @@ class Engine:
         }
         self._handlers: dict[str, Handler] = {}
         self.faults = Faults(clock)  # injected transaction conflicts (faults.py); empty unless a test sets one
-        # Secondary indexes (indexes.py): a commit hook of the store, plus backfills and purges run by
+        # Secondary indexes (indexes.py): a step of the commit pipeline, plus backfills and purges run by
         # `background_step`.
-        self.indexes = IndexManager(self)
-        # The change log (change_log.py): a commit hook after the index one, the source of streams; and the TTL
-        # sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired` periodically.
-        self.change_log = ChangeLog(self, stream_retention_s)
-        self.ttl = TtlSweeper(self)
+        self.indexes = IndexManager(store, self.tables, self.save_table)
+        # The change log (change_log.py): the pipeline's step after the indexes, the source of streams and of
+        # replication; and the TTL sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired`
+        # periodically.
+        self.change_log = ChangeLog(store, clock, self.tables, self.replica.trim_ceilings, stream_retention_s)
+        self.ttl = TtlSweeper(store, clock, self.tables, self.faults, self.commit)
+        self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
+        self._install_commit_steps()
         if versions is not None:
             # A restarted region's clock starts above every version it already holds (its own or replicated).
             highest = store.highest_version()
@@ -99,8 +109,8 @@ class Engine:
 
     # ---------------------------------------------------------------------------------------------------- dispatch
 
-    def handle(self, operation: str, request: Any) -> dict:
-        self.response_version = None
+    def execute(self, operation: str, request: Any) -> Answer:
+        """Run one operation: its response and the item version it read or wrote (answer.py)."""
         handler = self.handler(operation)
         if not isinstance(request, dict):
             raise SerializationException("Start of structure or map found where not expected")
@@ -110,14 +120,19 @@ class Engine:
             or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
         ):
             request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
-            if given:
-                return table_arns.restore_batch_keys(handler(self, request), given)
-        return handler(self, request)
+            if given:  # only batches have keys to restore, and batches answer no version
+                return Answer(table_arns.restore_batch_keys(handler(self, request), given))  # type: ignore[arg-type]
+        result = handler(self, request)
+        return result if type(result) is Answer else Answer(result)  # type: ignore[arg-type]
+
+    def handle(self, operation: str, request: Any) -> dict:
+        """Run one operation: its response (`execute` for the version too)."""
+        return self.execute(operation, request)[0]
 
     def handle_many(self, operation: str, requests: list[Any]) -> list[tuple[dict | DynamoError, str | None]]:
         """Independent PutItem, UpdateItem or DeleteItem requests, validated together and then executed in order
         (phased.py): per request, its response or DynamoError and the version it read or wrote, exactly as one
-        `handle` call per request would have given them."""
+        `execute` call per request would have given them."""
         from .phased import handle_many
 
         return handle_many(self, operation, requests)
@@ -199,19 +214,40 @@ class Engine:
 
     # -------------------------------------------------------------------------------------------------- write path
 
+    def _install_commit_steps(self) -> None:
+        """Step 2 of the commit pipeline (module docstring): what runs inside the store transaction, after the item
+        rows, in this order. Index maintenance comes first: an index may refuse a write (a key attribute of the wrong
+        type), rolling the batch back, and the change log, which advances its sequence numbers and lane ends in
+        memory as it appends, must only ever see a batch the indexes accepted."""
+        self.store.commit_hooks.extend((self.indexes.on_commit, self.change_log.on_commit))
+
+    def add_commit_listener(self, listener: CommitListener) -> None:
+        """Tell `listener` of every commit of item writes, after its transaction committed (step 3)."""
+        self._commit_listeners.append(listener)
+
+    def remove_commit_listener(self, listener: CommitListener) -> None:
+        self._commit_listeners.remove(listener)
+
     def commit(
         self,
         writes: list[ItemWrite],
         token: TokenRecord | None = None,
         positions: list[tuple[str, str, str, int, int]] | None = None,
-    ) -> None:
-        """Apply item writes atomically and durably. The only way items change.
+    ) -> CommitResult:
+        """Apply item writes atomically and durably through the commit pipeline (module docstring). The only way
+        items change.
 
         With a version source, local writes are stamped first (replica.py); a write that loses under the wall
         clock, or leaves a global table's item unchanged, is dropped from the batch (its `version` still says what
         it was given). `token` is a TransactWriteItems idempotency record and `positions` replication positions,
-        both committed in the same store transaction as the writes.
+        both committed in the same store transaction as the writes. Returns the writes committed.
         """
         if self.versions is not None and writes:
-            writes = self.replica.stamp_local_writes(writes)
-        self.store.write(writes, token, positions)
+            writes = self.replica.stamp_local_writes(writes)  # 1. stamp
+        self.store.write(writes, token, positions)  # 2. items, indexes, change log: one transaction
+        if not writes:
+            return NOTHING
+        result = CommitResult(writes)
+        for listener in self._commit_listeners:  # 3. after the commit
+            listener(result)
+        return result

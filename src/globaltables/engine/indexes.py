@@ -1,9 +1,9 @@
 """Secondary index maintenance: every item write becomes index deltas, inside the write's own transaction.
 
 Theory of operation
-- `IndexManager.on_commit` is a commit hook of the store: for each item write (old image -> new image) on a table
-  with indexes it deletes the entry the old image had and puts the entry the new image has, in every index, before
-  the transaction commits. Writes that change nothing an index holds (same index key, same projected attributes)
+- `IndexManager.on_commit` is a step of the engine's commit pipeline (`Engine.commit`), run as a store commit hook:
+  for each item write (old image -> new image) on a table with indexes it deletes the entry the old image had and
+  puts the entry the new image has, in every index, before the transaction commits. Writes that change nothing an index holds (same index key, same projected attributes)
   do not touch it. Writers must fill `ItemWrite.old` on tables with indexes: the hook runs after the item rows are
   replaced and cannot read the previous version any more.
 - Sparse: an item lacking an index key attribute has no entry in that index. A multi-attribute GSI key (up to four
@@ -28,7 +28,8 @@ Theory of operation
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import orjson
 
@@ -43,9 +44,6 @@ from .schema import (
 )
 from .storage.records import ItemWrite, partition_hash
 from .values import encode_key_value, item_size, join_key_bytes
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 ITEM_COLLECTION_LIMIT_BYTES = 10 * 1024**3
 # DynamoDB counts 100 bytes of overhead per index entry in index and item-collection sizes.
@@ -180,9 +178,15 @@ def _encoded(index: IndexDefinition, name: str, value: dict, limit: int | None, 
 class IndexManager:
     """The index state of one engine: index ids, the commit hook, backfills and purges."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.store = engine.store.index_store()
+    def __init__(
+        self, store: Any, tables: Mapping[str, TableDefinition], save_table: Callable[[TableDefinition], None]
+    ) -> None:
+        """`store`: the engine's store (the index entries live in its `index_store()`); `tables`: the engine's
+        table registry (read live); `save_table`: how a backfill's end (the index ACTIVE) is saved, the engine's."""
+        self._items = store
+        self._tables = tables
+        self._save_table = save_table
+        self.store = store.index_store()
         self.item_collection_limit = ITEM_COLLECTION_LIMIT_BYTES
         self.backfill_chunk = BACKFILL_CHUNK
         self.purge_chunk = PURGE_CHUNK
@@ -194,12 +198,11 @@ class IndexManager:
         # restart a backfill starts over: re-putting an entry is idempotent.
         self._backfills: dict[tuple[str, str], tuple | None] = {}
         self._indexed: set[str] = set()  # names of tables with at least one index: the hook skips the others
-        for table in engine.tables.values():
+        for table in tables.values():
             self._register(table)
             for index in table.gsis:
                 if index.status == "CREATING":
                     self._backfills[(table.name, index.name)] = None
-        engine.store.commit_hooks.append(self.on_commit)
 
     # --------------------------------------------------------------------------------------- table lifecycle
 
@@ -251,7 +254,7 @@ class IndexManager:
 
     def on_commit(self, tx: Any, writes: list[ItemWrite]) -> None:
         indexed = self._indexed
-        tables = self.engine.tables
+        tables = self._tables
         for write in writes:
             if write.table in indexed:
                 self._maintain(tx, tables[write.table], write)
@@ -295,7 +298,7 @@ class IndexManager:
 
     def collection_bytes(self, table: TableDefinition, pk: bytes) -> int:
         """Size of an item collection: its items plus their entries in every LSI."""
-        total = self.engine.store.partition_bytes(table.name, pk)
+        total = self._items.partition_bytes(table.name, pk)
         h = partition_hash(pk)
         for index in table.lsis:
             count, size = self.store.partition_stats(self.iid(table, index), h, pk)
@@ -329,20 +332,20 @@ class IndexManager:
 
     def _backfill_chunk(self) -> None:
         (table_name, index_name), resume = next(iter(self._backfills.items()))
-        table = self.engine.tables.get(table_name)
+        table = self._tables.get(table_name)
         index = table.index(index_name) if table is not None else None
         if index is None or index.status != "CREATING":
             del self._backfills[(table_name, index_name)]
             return
         if not index.backfilling:
             index.backfilling = True
-            self.engine.save_table(table)
+            self._save_table(table)
         iid = self.iid(table, index)
         names = projected_names(table, index)
         rows = []
         read = 0
         last = resume
-        scan = self.engine.store.scan(table_name, start_after=resume)
+        scan = self._items.scan(table_name, start_after=resume)
         try:
             for stored in scan:
                 read += 1
@@ -361,7 +364,7 @@ class IndexManager:
         if read < self.backfill_chunk:
             index.status = "ACTIVE"
             index.backfilling = False
-            self.engine.save_table(table)
+            self._save_table(table)
             del self._backfills[(table_name, index_name)]
         else:
             self._backfills[(table_name, index_name)] = last

@@ -16,13 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import DynamoError, SerializationException
-from .operations import delete_item, put_item, update_item
 from .operations.read_modify_write import execute
+from .operations.write_preparers import PREPARE
 
 if TYPE_CHECKING:
     from .engine import Engine
-
-PREPARE = {"PutItem": put_item.prepare, "UpdateItem": update_item.prepare, "DeleteItem": delete_item.prepare}
 
 Result = tuple[dict | DynamoError, str | None]  # (response or error, the version the request read or wrote)
 
@@ -44,9 +42,8 @@ def handle_many(engine: Engine, operation: str, requests: list[Any]) -> list[Res
         if isinstance(write, DynamoError):
             results.append((write, None))
             continue
-        engine.response_version = None
         try:
-            results.append((execute(engine, write), engine.response_version))
+            results.append(execute(engine, write))
         except DynamoError as error:
-            results.append((error, engine.response_version))
+            results.append((error, None))  # a refused write wrote nothing and reports no version
     return results

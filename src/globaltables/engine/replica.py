@@ -17,12 +17,13 @@ Rules
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
 from .change_log import items_equal
 from .errors import ResourceNotFoundException
+from .mutation import Mutation
 from .storage.records import UNKNOWN, ItemWrite, partition_hash
 from .table_description import stream_label
 from .values import item_size
@@ -44,23 +45,6 @@ class VersionSource(Protocol):
 
     def observe_floor(self, version: str) -> None:
         """After a restart: stamps must start above this version, the greatest the store holds."""
-
-
-class ReplicatedRecord(NamedTuple):
-    """One item change shipped from its origin region: the whole new item, or None for a delete. (A NamedTuple:
-    immutable, and built once per record shipped, several times cheaper than a frozen dataclass.)
-
-    As `local_records` hands it to the codec, `image` is the change log's stored JSON (an `orjson.Fragment`, embedded
-    in the message as it is, never parsed and re-serialised) and `key` is None when the image carries the key; as
-    the codec decodes it for `apply_replicated`, `image` is a dict (`key` may still be None: read from the image)."""
-
-    pos: int
-    key: dict | None
-    version: str
-    image: dict | orjson.Fragment | None
-    commit_ms: int
-    service: bool = False  # a TTL deletion: applied only where the stored item has expired too
-    size: int | None = None  # the image's item size as the origin counted it (None: the receiver counts it)
 
 
 def items_unchanged(old: dict | None, new: dict | None) -> bool:
@@ -137,9 +121,9 @@ class ReplicaPort:
     def lane_of(self, table: str, pk: bytes) -> int:
         return partition_hash(pk) % self.lanes(table)
 
-    def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> list[ReplicatedRecord]:
+    def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> list[Mutation]:
         """This region's own changes in a lane, after `after_pos`, in log order, ready for the codec: images as the
-        stored JSON, keys only for deletes (see `ReplicatedRecord`)."""
+        stored JSON, keys only for deletes (engine/mutation.py)."""
         definition = self.engine.tables[table]
         tid = self.engine.store.table_id(table)
         records = []
@@ -152,7 +136,7 @@ class ReplicaPort:
                 image, key = fragment(new), None
             else:
                 image, key = None, key_of(orjson.loads(old))
-            records.append(ReplicatedRecord(seq, key, version, image, int(created * 1000), bool(service), size))
+            records.append(Mutation(seq, key, version, image, int(created * 1000), bool(service), size))
         return records
 
     def pending_count(self, table: str, lane: int, after_pos: int) -> int:
@@ -176,9 +160,7 @@ class ReplicaPort:
     def save_acked(self, peer: str, table: str, lane: int, pos: int) -> None:
         self.engine.store.save_position("acked", peer, table, lane, pos)
 
-    def apply_replicated(
-        self, origin: str, table: str, lane: int, records: list[ReplicatedRecord]
-    ) -> tuple[int, list[str]]:
+    def apply_replicated(self, origin: str, table: str, lane: int, records: list[Mutation]) -> tuple[int, list[str]]:
         """LWW-merge a lane's records after the applied position, in one transaction with the new position.
 
         Returns (applied position, versions that won). The stored versions of the batch's keys are read in one

@@ -20,17 +20,17 @@ from typing import Any
 
 from . import capacity
 from .errors import ValidationException
-from .operations import batch_write_item, delete_item, put_item, update_item
+from .operations import batch_write_item
 from .operations.batch_requests import check_request_items
 from .operations.delete_item import DeleteRequest
 from .operations.put_item import PutRequest
 from .operations.read_modify_write import WriteRequest, write_capacity
+from .operations.write_preparers import PREPARE
 from .schema import TableDefinition, validate_item_size
 from .strong_membership import refuse_writes_if_converting
 from .values import item_size
 
-SINGLE = {"PutItem": put_item.prepare, "UpdateItem": update_item.prepare, "DeleteItem": delete_item.prepare}
-WRITE_OPERATIONS = frozenset({*SINGLE, "BatchWriteItem"})
+WRITE_OPERATIONS = frozenset({*PREPARE, "BatchWriteItem"})
 
 
 @dataclass
@@ -79,7 +79,7 @@ def touches_strong(engine: Any, operation: str, request: Any) -> bool:
 
 def prepare(engine: Any, operation: str, request: dict) -> StrongPlan:
     if operation != "BatchWriteItem":
-        write = SINGLE[operation](engine, request)
+        write = PREPARE[operation](engine, request)
         refuse_writes_if_converting(write.table)
         return StrongPlan(operation, request, [StrongWrite(write)])
     # Batch: batch_write_item's own checks in its own order (rule 1), then one StrongWrite per strong request.

@@ -19,13 +19,15 @@ Theory of operation
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .storage.records import ItemWrite
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..runtime.clock import Clock
+    from .faults import Faults
     from .schema import TableDefinition
 
 SCAN_BUDGET = 1000  # items examined per sweep step: a few milliseconds
@@ -49,8 +51,21 @@ def expired(value: dict | None, now: float) -> bool:
 class TtlSweeper:
     """Walks the tables with TTL enabled in bounded steps, deleting expired items."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(
+        self,
+        store: Any,
+        clock: Clock,
+        tables: Mapping[str, TableDefinition],
+        faults: Faults,
+        commit: Callable[[list[ItemWrite]], object],
+    ) -> None:
+        """`tables`: the engine's table registry (read live); `commit`: the engine's commit pipeline, through which
+        every deletion goes (stamped, logged and replicated like any write)."""
+        self._store = store
+        self._clock = clock
+        self._tables = tables
+        self._faults = faults
+        self._commit = commit
         self.scan_budget = SCAN_BUDGET
         self.pass_complete = True  # whether the last step finished a pass over every TTL table
         self._table: str | None = None  # the table the current pass is in (None: start a new pass)
@@ -63,21 +78,20 @@ class TtlSweeper:
         ttl = definition.ttl
         if not ttl or ttl.get("TimeToLiveStatus") != "ENABLED":
             return False
-        return expired(item.get(ttl["AttributeName"]), self.engine.clock.wall_time())
+        return expired(item.get(ttl["AttributeName"]), self._clock.wall_time())
 
     def _ttl_tables(self) -> list[tuple[str, str]]:
         """(table name, TTL attribute name) of every table with TTL enabled, in name order."""
         return sorted(
             (definition.name, definition.ttl["AttributeName"])
-            for definition in self.engine.tables.values()
+            for definition in self._tables.values()
             if definition.ttl and definition.ttl.get("TimeToLiveStatus") == "ENABLED"
         )
 
     def sweep(self, limit: int) -> int:
         """One bounded step of the sweep; how many items it deleted. Sets `pass_complete` when the step finished
         a pass over every TTL table (the next step starts a new pass)."""
-        engine = self.engine
-        now = engine.clock.wall_time()
+        now = self._clock.wall_time()
         attributes = dict(self._ttl_tables())
         names = sorted(attributes)
         if self._table not in attributes:
@@ -88,13 +102,13 @@ class TtlSweeper:
             self._resume = None
         budget = self.scan_budget
         deleted = 0
-        faults = engine.faults if engine.faults.held else None
+        faults = self._faults if self._faults.held else None
         while self._table is not None and budget > 0 and deleted < limit:
             name = self._table
             attribute = attributes[name]
             expired_items = []
             finished = True
-            scan = engine.store.scan(name, start_after=self._resume)
+            scan = self._store.scan(name, start_after=self._resume)
             try:
                 for stored in scan:
                     budget -= 1
@@ -109,7 +123,7 @@ class TtlSweeper:
             finally:
                 scan.close()
             if expired_items:
-                engine.commit([ItemWrite(name, s.pk, s.sk, None, 0, s.item, service=True) for s in expired_items])
+                self._commit([ItemWrite(name, s.pk, s.sk, None, 0, s.item, service=True) for s in expired_items])
                 deleted += len(expired_items)
             if finished:
                 self._table = _after(names, name)

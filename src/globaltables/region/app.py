@@ -176,14 +176,13 @@ def make_app(
     def answer_post(
         headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str = "", path: str = "/"
     ) -> tuple[int, bytes, dict[str, str]]:
-        engine.response_version = None  # a request refused before the engine must not show the previous one's
         try:
             request_body = decode_request_body(raw, headers.get("Content-Encoding"))
         except DynamoError as error:  # not decodable: nothing is executed
             return finish(headers, *wire.error_answer(error), content_type)
         # The signature covers the bytes as sent (a compressed body compressed), the engine reads them decoded.
-        status, body = answer(engine, headers, query_string, request_body, signing, path, raw)
-        return finish(headers, status, body, content_type, engine.response_version)
+        status, body, version = answer(engine, headers, query_string, request_body, signing, path, raw)
+        return finish(headers, status, body, content_type, version)
 
     async def answer_post_async(
         headers: Mapping[str, str], raw: bytes, content_type: str, query_string: str, path: str = "/"

@@ -37,6 +37,7 @@ from ..engine.engine import Engine
 from ..engine.errors import ResourceInUseException
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import make_strong
+from ..replication.hosted import MrscRegion
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.store import StrongStore
@@ -70,6 +71,7 @@ class MrscHost(RegionHost):
         node_class = MrscWitness if self.witness else MrscNode
         self.config = settings.mrsc or MrscConfig()
         self.node = node_class(self.region, others, self.strong, self.config)
+        self.hosted = MrscRegion(self.node, engine)  # what the poller and the transport drive (replication/hosted.py)
         # Tables made strong through UpdateTable (strong_conversion.py): the topology's three members only.
         engine.strong_membership.configure([self.region, *others], settings.witness)
         self.conversion = None if self.witness else StrongConversion(engine, settings.secret, self.transport.endpoint)
@@ -118,17 +120,17 @@ class MrscHost(RegionHost):
         send = self.transport.send
         for envelope in envelopes:
             send(envelope)
-        for op_id, outcome, detail in self.node.take_completions():
+        for op_id, outcome, detail in self.hosted.take_completions():
             future = self._waiting.pop(op_id, None)
             if future is not None and not future.done():
                 future.set_result((outcome, detail))
         self._wake.set()
 
     def _on_envelope(self, envelope: Envelope) -> None:
-        self._run(self.node.on_message(envelope, time.monotonic()))
+        self._run(self.hosted.on_message(envelope, time.monotonic()))
 
     async def _poller(self) -> None:
-        node = self.node
+        node = self.hosted
         wake = self._wake
         while True:
             now = time.monotonic()

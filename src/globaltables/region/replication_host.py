@@ -1,9 +1,9 @@
 """The asyncio host of one region's replication core: a `RegionNode` driven over the `HttpTransport`.
 
 Theory of operation (cores step, hosts loop — docs/replication.md "Layers"):
-- Local writes: a store commit hook notices every batch holding a write that originated here (TTL deletes
-  included) and tells the node (`on_local_commit`), then wakes the poller. The hook only sets a deadline; it runs
-  inside the write transaction and must not touch the store.
+- The node is hosted as an `MrecRegion` (replication/hosted.py), exactly as the simulator hosts it. Local writes:
+  its after-commit listener on the engine hears of every committed batch holding a write that originated here (TTL
+  deletes included), tells the node (`on_local_commit`) and wakes the poller.
 - The poller task sleeps until the node's `next_deadline()` (or a wake-up), calls `poll(now)` and hands every
   envelope it returns to the transport.
 - Incoming envelopes (the transport's receive handler) go to `on_message(envelope, now)`; its answers are sent
@@ -40,6 +40,7 @@ from ..engine.engine import Engine
 from ..engine.errors import ResourceInUseException
 from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock, Version
+from ..replication.hosted import MrecRegion
 from ..replication.mrsc.config import MrscConfig
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
@@ -114,20 +115,20 @@ class ReplicationHost(RegionHost):
             hlc=hlc,
             on_applied=self.metrics.on_applied,
         )
+        self.hosted = MrecRegion(engine, self.node)  # what the poller and the transport drive
         # Replicas added and removed through UpdateTable (replica_coordinator.py): any region of the topology.
         engine.membership.configure([peer.name for peer in settings.peers], settings.config.lanes)
         self.coordinator = ReplicaCoordinator(engine, self.node, settings.secret, self.transport.endpoint, self.wake)
         self.transport.register(self.region, self._on_envelope)
         self._wake = asyncio.Event()
         self._peers_file_mtime: int | None = None
-        self.local_commits = 0
         self.poll_failures = 0
 
     # ------------------------------------------------------------------------------------------ start-up
 
     def prepare(self) -> None:
         """Before serving: the HLC above every stored version, the declared tables present and global, and the
-        commit hook installed."""
+        node attached to the engine's commits."""
         floor = self.engine.store.highest_version()
         if floor is not None:
             self.hlc.observe_floor(Version.parse(floor).stamp)
@@ -149,38 +150,33 @@ class ReplicationHost(RegionHost):
             if sorted(table.replicas) != replicas or table.replication_lanes != lanes:
                 self.engine.replica.make_global(name, replicas, lanes)
             store.save_setting(f"declared-table:{name}", declared)
-        self.engine.store.commit_hooks.append(self._commit_hook)
+        self.hosted.attach(time.monotonic, self._wake.set)
         self._read_peers_file()
 
     async def run(self) -> None:
         """For the region's serving life, until cancelled: the transport's links, the poller, the membership
         coordinator and the peers-file watcher, children of one TaskGroup (cancelling this cancels them all)."""
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self.transport.run(), name="replication-links")
-            tasks.create_task(self._poller(), name="replication-poller")
-            tasks.create_task(self.coordinator.run(), name="replica-membership")
-            if self.settings.peers_file is not None:
-                tasks.create_task(self._watch_peers_file(), name="replication-peers-file")
-            self._wake.set()  # a first poll ships whatever the log holds (e.g. unacknowledged records after a restart)
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self.transport.run(), name="replication-links")
+                tasks.create_task(self._poller(), name="replication-poller")
+                tasks.create_task(self.coordinator.run(), name="replica-membership")
+                if self.settings.peers_file is not None:
+                    tasks.create_task(self._watch_peers_file(), name="replication-peers-file")
+                self._wake.set()  # a first poll ships whatever the log holds (e.g. unacknowledged records after a restart)
+        finally:
+            self.hosted.detach()  # local commits stop reaching a node nothing drives any more
 
     # ---------------------------------------------------------------------------------------------- driving
 
-    def _commit_hook(self, _connection: object, writes: list) -> None:
-        for write in writes:
-            if write.origin is None:
-                self.local_commits += 1
-                self.node.on_local_commit(time.monotonic())
-                self._wake.set()
-                return
-
     def _on_envelope(self, envelope: Envelope) -> None:
         send = self.transport.send
-        for answer in self.node.on_message(envelope, time.monotonic()):
+        for answer in self.hosted.on_message(envelope, time.monotonic()):
             send(answer)
         self._wake.set()
 
     async def _poller(self) -> None:
-        node = self.node
+        node = self.hosted
         send = self.transport.send
         wake = self._wake
         while True:
@@ -217,7 +213,7 @@ class ReplicationHost(RegionHost):
                 "max_remote_ahead_ms": statistics.max_remote_ahead_ms,
                 "max_offset_ms": self.hlc.max_offset_ms,
             },
-            "local_commits": self.local_commits,
+            "local_commits": self.hosted.local_commits,
             "poll_failures": self.poll_failures,
             "idle": self.node.idle(),
             "replication_lag": self.inbound_lag().status(),

@@ -230,26 +230,27 @@ def answer(
     signing: Any = None,
     path: str = "/",
     signed: bytes | None = None,
-) -> tuple[int, bytes]:
-    """(status, body) for a POST whose media type and size have been accepted. Never raises. `raw`: the JSON body
-    (decoded if it came compressed); `signed`: the bytes as sent, which the signature covers (default `raw`)."""
+) -> tuple[int, bytes, str | None]:
+    """(status, body, item version) for a POST whose media type and size have been accepted. Never raises. `raw`:
+    the JSON body (decoded if it came compressed); `signed`: the bytes as sent, which the signature covers (default
+    `raw`). The version (engine/answer.py) is the one the operation wrote or read, None for any error."""
     try:
         request = decode_body(raw)
         service, operation = split_target(headers.get("X-Amz-Target"))
         authenticate(headers, query_string, raw if signed is None else signed, signing, path)
         if service == DYNAMODB_SERVICE:
-            response = engine.handle(operation, request)
+            response, version = engine.execute(operation, request)
         else:
             handle_streams = getattr(engine, "handle_streams", None)
             if handle_streams is None:
                 raise UnknownOperationException(f"{operation} is not supported by globaltables")
-            response = handle_streams(operation, request)
-        return 200, success_body(operation, response)
+            response, version = handle_streams(operation, request), None
+        return 200, success_body(operation, response), version
     except DynamoError as error:
-        return error_answer(error)
+        return (*error_answer(error), None)
     except Exception:
         log.exception("internal error answering %s", headers.get("X-Amz-Target"))
-        return 500, INTERNAL_ERROR_BODY
+        return 500, INTERNAL_ERROR_BODY, None
 
 
 # Operations whose success DynamoDB answers with an empty body (HTTP 200, Content-Length 0), not "{}".

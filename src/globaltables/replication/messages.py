@@ -8,8 +8,8 @@ Two messages (docs/replication.md, "Messages"):
 Both carry `stamp`, the sender's HLC stamp when it sent the message (or None), so the HLC receive rule can run on
 every protocol message, not only on the records.
 
-Codec: one compact orjson array per message, the first element its tag, fields in declaration order. Records are
-arrays `[pos, key, version, image, commit_ms, service, size]`: key and image in normalised wire form (`{"S": "x"}`),
+Codec: one compact orjson array per message, the first element its tag, fields in declaration order. Records
+(engine/mutation.py's `Mutation`, the one shipped-change type) are arrays `[pos, key, version, image, commit_ms, service, size]`: key and image in normalised wire form (`{"S": "x"}`),
 `size` the image's item size as the origin counted it (so receivers need not count it again), key null when the
 image carries it (the origin embeds its stored JSON image as it is, `orjson.Fragment`), version the
 order-preserving `"<hlc>/<region>"` string (replication/hlc.py), image null for a delete. Arrays rather than
@@ -20,9 +20,11 @@ anything malformed with `MessageError`, so a peer's garbage can never reach the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
+
+from ..engine.mutation import Mutation
 
 SHIP = "ship"
 SHIP_ACK = "ack"
@@ -32,26 +34,13 @@ class MessageError(ValueError):
     """A replication message that does not decode (wrong shape or types)."""
 
 
-class Record(NamedTuple):
-    """One replicated item version, as shipped. Field-compatible with the engine port's `ReplicatedRecord`.
-    (A NamedTuple: immutable like a frozen dataclass, and several times cheaper to build, once per record.)"""
-
-    pos: int  # sequence number in the origin's table log
-    key: dict[str, Any] | None  # the item's key attributes (normalised wire form); None: read them from the image
-    version: str  # "<hlc>/<origin>"
-    image: dict[str, Any] | None  # the whole new item; None for a delete
-    commit_ms: int  # origin's wall clock at commit (lag metrics only)
-    service: bool = False  # a deletion DynamoDB made itself (TTL): applies only where the item has expired too
-    size: int | None = None  # the image's item size as the origin counted it (None: the receiver counts it)
-
-
 @dataclass(frozen=True, slots=True)
 class Ship:
     table: str
     lane: int
     epoch: int
     prev_pos: int
-    records: tuple[Any, ...]  # Record or any object with the same fields (the port's ReplicatedRecord)
+    records: tuple[Mutation, ...]
     stamp: str | None = None
 
     @property
@@ -107,7 +96,7 @@ def _str(value: Any, field: str, *, optional: bool = False) -> Any:
     return value
 
 
-def _record(raw: Any, last: int) -> Record:
+def _record(raw: Any, last: int) -> Mutation:
     """One record of a Ship, checked field by field (`last`: the position it must follow)."""
     if not isinstance(raw, list) or len(raw) not in (6, 7):
         raise MessageError("a record must be an array [pos, key, version, image, commit_ms, service, size]")
@@ -126,7 +115,7 @@ def _record(raw: Any, last: int) -> Record:
         raise MessageError("record service must be a boolean")
     if size is not None and (image is None or type(size) is not int or size < 0):
         raise MessageError("record size must be a non-negative integer, and only with an image")
-    return Record(pos, key, _str(version, "record version"), image, commit_ms, service, size)
+    return Mutation(pos, key, _str(version, "record version"), image, commit_ms, service, size)
 
 
 def decode(data: bytes | str) -> Message:
@@ -158,7 +147,7 @@ def decode(data: bytes | str) -> Message:
                     and (size is None or (type(size) is int and size >= 0))
                 ):  # fmt: skip
                     last = pos
-                    append(Record(pos, key, version, image, commit_ms, service, size))
+                    append(Mutation(pos, key, version, image, commit_ms, service, size))
                     continue
             record = _record(raw, last)
             last = record.pos

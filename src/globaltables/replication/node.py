@@ -79,10 +79,13 @@ class RegionNode:
 
     # ------------------------------------------------------------------------------------------------ inputs
 
-    def on_local_commit(self, now: float | None = None) -> None:
-        """A client write committed: ship it soon (after `flush_interval`, batching a burst)."""
-        if self._flush_at is None:
-            self._flush_at = (now if now is not None else float("-inf")) + self.config.flush_interval
+    def on_local_commit(self, now: float | None = None) -> bool:
+        """A client write committed: ship it soon (after `flush_interval`, batching a burst). Whether that moved
+        `next_deadline()` (False: a flush was already due, which will ship this write too)."""
+        if self._flush_at is not None:
+            return False
+        self._flush_at = (now if now is not None else float("-inf")) + self.config.flush_interval
+        return True
 
     def poll(self, now: float) -> list[Envelope]:
         self._flush_at = None
@@ -258,7 +261,8 @@ class RegionNode:
             out.append(Envelope(self.region, link.peer, SHIP, self._msg_id, None, data, channel))
 
     def _stamp(self) -> str | None:
-        return self.hlc.now().encode() if self.hlc is not None else None
+        hlc = self.hlc
+        return hlc.encode(hlc.now()) if hlc is not None else None
 
     def _drop(self, envelope: Envelope, reason: str) -> list[Envelope]:
         self.dropped_messages += 1

@@ -8,15 +8,9 @@ reused, shared by the table's lanes (so one lane's positions are sparse; nothing
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-
-class ShippedRecord(Protocol):
-    pos: int
-    key: dict[str, Any]
-    version: str
-    image: dict[str, Any] | None
-    commit_ms: int
+from ..engine.mutation import Mutation
 
 
 class ReplicaPortLike(Protocol):
@@ -29,7 +23,7 @@ class ReplicaPortLike(Protocol):
     def lanes(self, table: str) -> int:
         """The table's number of replication lanes."""
 
-    def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> Sequence[ShippedRecord]:
+    def local_records(self, table: str, lane: int, after_pos: int, limit: int) -> Sequence[Mutation]:
         """Up to `limit` records of the lane that originated here, with pos > after_pos, in log order."""
 
     def log_end(self, table: str, lane: int) -> int:
@@ -40,7 +34,7 @@ class ReplicaPortLike(Protocol):
         the lane with pos >= log_start is still held. A peer at acked < log_start - 1 cannot be served."""
 
     def apply_replicated(
-        self, origin: str, table: str, lane: int, records: Sequence[ShippedRecord]
+        self, origin: str, table: str, lane: int, records: Sequence[Mutation]
     ) -> tuple[int, list[str]]:
         """LWW-merge the records with pos > applied, in order, in one transaction with the new applied position;
         (applied position, versions that won)."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ..engine.mutation import Mutation
 from .messages import Ship, ShipAck
-from .port import ReplicaPortLike, ShippedRecord
+from .port import ReplicaPortLike
 
 # (origin, table, records applied): the records carry the origin's commit time (commit_ms) for lag metrics.
-AppliedObserver = Callable[[str, str, Sequence[ShippedRecord]], None]
+AppliedObserver = Callable[[str, str, Sequence[Mutation]], None]
 
 
 class Receiver:

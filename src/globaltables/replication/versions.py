@@ -18,8 +18,9 @@ class HlcVersionSource:
         self.region = region
 
     def stamp(self, existing: str | None) -> str:
-        stamp = self.hlc.next_stamp_above(Version.parse(existing) if existing is not None else None)
-        return stamp.encode() + "/" + self.region  # Version(stamp, region).encode(), without building the tuple
+        hlc = self.hlc
+        stamp = hlc.next_stamp_above(Version.parse(existing) if existing is not None else None)
+        return hlc.encode(stamp) + "/" + self.region  # Version(stamp, region).encode(), without building the tuple
 
     def observe(self, version: str) -> None:
         self.hlc.update(Version.parse(version).stamp)

@@ -2,12 +2,13 @@
 
 Theory of operation: one `Scheduler`, one `SimNetwork` (the topology's link latencies and jitter as baseline link
 settings, FIFO per (src, dest, channel)) and, per region, a `SimClock` (the topology's clock offset), a hybrid
-logical clock, an `Engine` over a `MemoryStore` (engine/storage/memory_store.py) and a `RegionNode` driven by a `NodeDriver`. The driver is
-the whole host: deliveries go to `node.on_message`, a timer at `node.next_deadline()` calls `node.poll`, and every
-envelope either returns goes to the network. Tests issue client operations at virtual times through `put` /
-`update` / `delete` / `get` (recorded in a chaos `History` with the version the engine reports), or through
-`engine(region).handle(...)` followed by `after_commit(region)`; then `run_until_quiescent()` and read `final_states()`
-for the checkers.
+logical clock, an `Engine` over a `MemoryStore` (engine/storage/memory_store.py) and a `RegionNode`, hosted as an
+`MrecRegion` (replication/hosted.py) by a `NodeDriver`. The driver is the whole host: deliveries go to
+`on_message`, a timer at `next_deadline()` calls `poll`, and every envelope either returns goes to the network;
+local commits reach the node through the engine's after-commit listener, as in the region process. Tests issue
+client operations at virtual times through `put` / `update` / `delete` / `get` (recorded in a chaos `History` with
+the version the engine reports), or through `engine(region).handle(...)`; then `run_until_quiescent()` and read
+`final_states()` for the checkers.
 
 Determinism: randomness only from `Rng(seed)` forks; regions, peers and tables in sorted order; no set or dict
 iteration whose order could depend on hashing. The same seed gives a byte-identical `trace()` in any process.
@@ -27,6 +28,7 @@ from ..engine.errors import DynamoError
 from ..engine.storage.memory_store import MemoryStore
 from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock
+from ..replication.hosted import HostedNode, MrecRegion
 from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
 from ..runtime.ids import seeded_ids
@@ -47,27 +49,27 @@ DEFAULT_TABLE = {
 
 
 class NodeDriver:
-    """Hosts one `RegionNode` on the scheduler and the simulated network (the simulator's counterpart of the
-    region process's asyncio loop)."""
+    """Hosts one `HostedNode` (replication/hosted.py) on the scheduler and the simulated network (the simulator's
+    counterpart of the region process's asyncio loop)."""
 
-    def __init__(self, node: RegionNode, scheduler: Scheduler, network: SimNetwork) -> None:
+    def __init__(self, node: HostedNode, scheduler: Scheduler, network: SimNetwork) -> None:
         self.node = node
         self.scheduler = scheduler
         self.network = network
         self._timer: list[Any] | None = None
         self._timer_at: float | None = None
         network.register(node.region, self.receive)
+        self._attach()
         self.arm()
+
+    def _attach(self) -> None:
+        self.node.attach(self.now, self.arm)  # a local commit re-arms the timer
 
     def now(self) -> float:
         return self.scheduler.now_us / MICROSECONDS_PER_SECOND
 
     def receive(self, envelope: Envelope) -> None:
         self._send(self.node.on_message(envelope, self.now()))
-        self.arm()
-
-    def after_commit(self) -> None:
-        self.node.on_local_commit(self.now())
         self.arm()
 
     def arm(self) -> None:
@@ -97,10 +99,14 @@ class NodeDriver:
             send(envelope)
 
     def stop(self) -> None:
+        self._detach()
         self.network.unregister(self.node.region)
         if self._timer is not None:
             self.scheduler.cancel(self._timer)
         self._timer = self._timer_at = None
+
+    def _detach(self) -> None:
+        self.node.detach()
 
 
 class SimRegion:
@@ -122,7 +128,8 @@ class SimRegion:
         )
         peers = [region for region in cluster.region_names if region != self.name]
         self.node = cluster.node_factory(self.name, peers, self.engine.replica, cluster.config, self.hlc)
-        self.driver = NodeDriver(self.node, cluster.scheduler, cluster.network)
+        self.hosted = MrecRegion(self.engine, self.node)
+        self.driver = NodeDriver(self.hosted, cluster.scheduler, cluster.network)
         self.up = True
 
     def crash(self) -> None:
@@ -260,12 +267,6 @@ class SimCluster:
     def now(self) -> float:
         return self.scheduler.time()
 
-    def after_commit(self, region: str) -> None:
-        """Tell the region's replication that a client write committed (as the region server does)."""
-        state = self.regions[region]
-        if state.up:
-            state.driver.after_commit()
-
     # ------------------------------------------------------------------------------------- client operations
 
     def at(self, when: float, callback: Callable[..., Any], *args: Any) -> None:
@@ -282,21 +283,20 @@ class SimCluster:
         process = self.next_process() if process is None else process
         history = self.history
         op = history.invoke(process, region, f, table, key, value)
-        engine = self.regions[region].engine
-        if not self.regions[region].up:
+        state = self.regions[region]
+        if not state.up:
             history.fail(op, "ConnectionRefused")  # the request never reached a process: certainly not applied
             return "fail", None
         try:
-            response = engine.handle(operation, request)
+            response, version = state.hosted.execute(operation, request)
         except DynamoError as error:
             completion = history.error(op, type(error).__name__)
             return completion.type, None
         if f in ("put", "update", "delete"):
-            self.after_commit(region)
-            history.ok(op, version=engine.response_version)
+            history.ok(op, version=version)
         else:
             item = response.get("Item")
-            history.ok(op, value=None if item is None else item.get("value"), version=engine.response_version)
+            history.ok(op, value=None if item is None else item.get("value"), version=version)
         return "ok", response
 
     def put(self, region: str, table: str, item: dict, *, process: Any = None, **extra: Any) -> tuple[str, Any]:

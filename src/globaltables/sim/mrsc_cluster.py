@@ -27,10 +27,11 @@ from ..chaos.conditions import register_condition
 from ..chaos.history import History
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError, ValidationException
-from ..engine.operations import delete_item, put_item, update_item
+from ..engine.operations.write_preparers import PREPARE
 from ..engine.schema import validate_item_size
 from ..engine.storage.memory_store import MemoryStore
 from ..engine.strong import make_strong
+from ..replication.hosted import MrscRegion
 from ..replication.mrsc.config import MrscConfig
 from ..replication.mrsc.node import MrscNode
 from ..replication.mrsc.records import item_id
@@ -45,16 +46,15 @@ from .cluster import DEFAULT_TABLE, NodeDriver, reopen, scan_items
 from .loop import Scheduler
 from .network import LinkSettings, SimNetwork
 
-PREPARE = {"put": put_item.prepare, "update": update_item.prepare, "delete": delete_item.prepare}
 OPERATION = {"put": "PutItem", "update": "UpdateItem", "delete": "DeleteItem"}
 
 
 class MrscDriver(NodeDriver):
     """A `NodeDriver` that also passes the node's completed client operations to the cluster."""
 
-    def __init__(self, node: MrscNode, scheduler: Scheduler, network: SimNetwork, on_done: Callable) -> None:
+    def __init__(self, node: MrscRegion, scheduler: Scheduler, network: SimNetwork, on_done: Callable) -> None:
         self.on_done = on_done
-        super().__init__(node, scheduler, network)  # type: ignore[arg-type]
+        super().__init__(node, scheduler, network)
 
     def run(self, envelopes: list) -> None:
         """Send what a host-side call to the node returned, then hand over completions and re-arm the timer."""
@@ -94,7 +94,7 @@ class MrscMember:
         self.api.strong_membership.configure([self.name, *others], cluster.witness)
         node_class = MrscWitness if self.witness else MrscNode
         self.node = node_class(self.name, others, self.strong, cluster.config)
-        self.driver = MrscDriver(self.node, cluster.scheduler, cluster.network, cluster._done)
+        self.driver = MrscDriver(MrscRegion(self.node, self.api), cluster.scheduler, cluster.network, cluster._done)
         self.up = True
         self.driver.run(self.node.start(self.driver.now()))
 
@@ -231,7 +231,7 @@ class MrscCluster:
             self._notify(process, region)
             return
         try:
-            prepared = PREPARE[f](member.engine, request)
+            prepared = PREPARE[OPERATION[f]](member.engine, request)
         except DynamoError as error:
             self.history.error(op, type(error).__name__)
             self._notify(process, region)

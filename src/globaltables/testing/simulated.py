@@ -46,11 +46,6 @@ from .handoff import Conductor
 from .harness import Harness, check_impairments
 
 ENDPOINT = "http://{region}.sim.globaltables.invalid"
-# Operations that may commit writes (PartiQL's may: a SELECT merely wakes replication for nothing).
-WRITE_OPERATIONS = frozenset(
-    {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "ExecuteStatement",
-     "BatchExecuteStatement", "ExecuteTransaction"}
-)  # fmt: skip
 TTL_SWEEP_LIMIT = 500
 
 _session: Any = None
@@ -307,17 +302,12 @@ class SimHarness(SimulatedHarness):
     def _answer(self, region: str, url: str, headers: Any, body: bytes) -> tuple[int, bytes, dict[str, str]]:
         from botocore.exceptions import EndpointConnectionError
 
-        cluster = self.cluster
-        state = cluster.regions[region]
+        state = self.cluster.regions[region]
         if not state.up:
             raise EndpointConnectionError(endpoint_url=url)
-        engine = state.engine
-        engine.response_version = None
-        status, out = wire.answer(engine, headers, "", body)
-        extra = {VERSION_HEADER: engine.response_version} if engine.response_version is not None else {}
-        target = headers.get("X-Amz-Target") or ""
-        if status == 200 and target.partition(".")[2] in WRITE_OPERATIONS:
-            cluster.after_commit(region)
+        # Local commits reach replication through the engine's after-commit listener (replication/hosted.py).
+        status, out, version = wire.answer(state.engine, headers, "", body)
+        extra = {VERSION_HEADER: version} if version is not None else {}
         return status, out, extra
 
     # ----------------------------------------------------------------------------------------------- reading
@@ -326,12 +316,7 @@ class SimHarness(SimulatedHarness):
         state = self.cluster.regions[region]
         if not state.up:
             return None
-        engine = state.engine
-        saved = engine.response_version
-        try:
-            return engine.handle("GetItem", {"TableName": table, "Key": key, "ConsistentRead": True}).get("Item")
-        finally:
-            engine.response_version = saved
+        return state.engine.handle("GetItem", {"TableName": table, "Key": key, "ConsistentRead": True}).get("Item")
 
     def items(self, region: str, table: str) -> dict[str, dict]:
         return self.cluster.items(region, table)
@@ -352,13 +337,10 @@ class SimHarness(SimulatedHarness):
             state = self.cluster.regions[name]
             if not state.up:
                 continue
-            deleted = 0
             while True:
-                deleted += state.engine.sweep_expired(TTL_SWEEP_LIMIT)
+                state.engine.sweep_expired(TTL_SWEEP_LIMIT)
                 if state.engine.ttl.pass_complete:
                     break
-            if deleted:
-                self.cluster.after_commit(name)
         self.scheduler.call_later(self._sweep_interval, self._sweep_ttl)
 
     # ----------------------------------------------------------------------------------------------- faults

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..answer import Answer
 from ..validation import Field, Map
 from .read_modify_write import (
     WriteRequest,
@@ -39,5 +40,5 @@ def prepare(engine, request: dict) -> DeleteRequest:
     )
 
 
-def handle(engine, request: dict) -> dict:
+def handle(engine, request: dict) -> Answer:
     return execute(engine, prepare(engine, request))

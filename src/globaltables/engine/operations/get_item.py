@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import capacity
+from ..answer import Answer
 from ..expressions import legacy, parse_projection, project
 from ..validation import Bool, Field, Map, Str, TableNameField, check_request
 from ..values import item_size
@@ -18,7 +19,7 @@ FIELDS = {
 }
 
 
-def handle(engine, request: dict) -> dict:
+def handle(engine, request: dict) -> Answer:
     check_request(request, FIELDS)
     legacy.check_fields(request, legacy.GET_FIELDS)
     table = engine.table(request["TableName"])
@@ -30,11 +31,13 @@ def handle(engine, request: dict) -> dict:
     elif request.get("AttributesToGet") is not None:
         paths = legacy.projection(request["AttributesToGet"])
     ctx.check_unused()
+    version = None
     if engine.versions is None:
         item = engine.store.get(table.name, pk, sk)
     else:
         item, version, tombstone = engine.store.get_record(table.name, pk, sk)
-        engine.response_version = None if tombstone else version
+        if tombstone:
+            version = None
     response: dict = {}
     if item is not None:
         response["Item"] = project(item, paths) if paths is not None else item
@@ -42,4 +45,4 @@ def handle(engine, request: dict) -> dict:
     if capacity.wanted(mode):
         units = capacity.read_units(item_size(item) if item else 0, bool(request.get("ConsistentRead", False)))
         response["ConsumedCapacity"] = capacity.consumed(mode, table.name, units, "read")
-    return response
+    return Answer(response, version)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..answer import Answer
 from ..validation import Field, Map
 from ..values import normalize_item
 from .read_modify_write import (
@@ -44,5 +45,5 @@ def prepare(engine, request: dict) -> PutRequest:
     )
 
 
-def handle(engine, request: dict) -> dict:
+def handle(engine, request: dict) -> Answer:
     return execute(engine, prepare(engine, request))

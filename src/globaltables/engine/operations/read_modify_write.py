@@ -5,7 +5,8 @@ Rule 2: `WriteRequest.apply(old)` is a pure function of the previous item: it bu
 delete) and never mutates its input, so it can run more than once (a retried strong write re-evaluates it against
 the newer version it was rejected for).
 Rule 3: `execute` reads the old item, checks the condition, applies, checks the result's size, and commits through
-`Engine.commit`, the single write path.
+`Engine.commit`, the single write path; it answers the response with the version written (or, for a write that
+changed nothing, the version read: `answer.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import capacity
+from ..answer import Answer
 from ..errors import ConditionalCheckFailedException, ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
@@ -114,8 +116,8 @@ def check_write_fields(
 _MERGED_FIELDS: dict[int, tuple[dict, dict]] = {}
 
 
-def execute(engine, request: WriteRequest) -> dict:
-    """Read, check, apply, size-check and commit one item write; build its response."""
+def execute(engine, request: WriteRequest) -> Answer:
+    """Read, check, apply, size-check and commit one item write; build its answer."""
     table = request.table
     if engine.faults.held:  # an injected in-flight transaction (faults.py); an empty dict costs nothing
         engine.faults.check_write(table.name, request.pk, request.sk)
@@ -132,15 +134,15 @@ def execute(engine, request: WriteRequest) -> dict:
             table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone
         )
         engine.commit([write])
-        engine.response_version = write.version
+        version = write.version
     else:
-        engine.response_version = old_version
+        version = old_version
     response = request.response(old, new)
     if capacity.wanted(request.return_capacity):
         response["ConsumedCapacity"] = write_capacity(request.return_capacity, table, old, new, size)
     if request.return_metrics == "SIZE" and table.lsis:  # only tables with LSIs have item collections to report
         response["ItemCollectionMetrics"] = engine.indexes.collection_metrics(table, request.key, request.pk)
-    return response
+    return Answer(response, version)
 
 
 def write_capacity(mode: str, table: TableDefinition, old: dict | None, new: dict | None, size: int) -> dict:

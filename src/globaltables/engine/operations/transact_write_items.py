@@ -19,7 +19,9 @@ Serializable by construction: see engine/transactions.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .. import capacity, transactions
 from ..errors import (
@@ -33,7 +35,6 @@ from ..storage.records import ItemWrite
 from ..strong import refuse_if_strong
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
 from ..values import item_size, normalize_item
-from . import delete_item, put_item, update_item
 from .read_modify_write import (
     RETURN_CONSUMED_CAPACITY,
     RETURN_ITEM_COLLECTION_METRICS,
@@ -42,6 +43,7 @@ from .read_modify_write import (
     expression_context,
     parse_condition_expression,
 )
+from .write_preparers import PREPARE
 
 
 def _action(**members) -> dict:
@@ -100,12 +102,10 @@ def prepare_condition_check(engine, request: dict) -> ConditionCheckRequest:
     )
 
 
-PREPARE = {
-    "ConditionCheck": prepare_condition_check,
-    "Put": put_item.prepare,
-    "Delete": delete_item.prepare,
-    "Update": update_item.prepare,
-}
+def prepare_of(kind: str) -> Callable[[Any, dict], WriteRequest]:
+    """An action's `prepare`: the single-item operation's (Put is PutItem's, ...; write_preparers.py), or the
+    condition check's."""
+    return prepare_condition_check if kind == "ConditionCheck" else PREPARE[f"{kind}Item"]
 
 
 class _KeyRefused(Exception):
@@ -125,7 +125,7 @@ def prepare_action(engine, transact_item: dict) -> WriteRequest:
     # transaction action cannot carry; the service ignores unknown members.
     request = {name: body[name] for name in ACTIONS[kind] if name in body}
     check_key(engine, kind, request)
-    return PREPARE[kind](engine, request)
+    return prepare_of(kind)(engine, request)
 
 
 def check_key(engine, kind: str, request: dict) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..answer import Answer
 from ..expressions import apply_update, check_key_not_updated, parse_update, updated_attributes
 from ..expressions.ast import DELETE, REMOVE
 from ..expressions.legacy import UPDATE_FIELDS as LEGACY_UPDATE_FIELDS
@@ -90,5 +91,5 @@ def prepare(engine, request: dict) -> UpdateRequest:
     )
 
 
-def handle(engine, request: dict) -> dict:
+def handle(engine, request: dict) -> Answer:
     return execute(engine, prepare(engine, request))

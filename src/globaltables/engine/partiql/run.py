@@ -4,7 +4,7 @@ Theory of operation: `steps(engine, operation, request)` validates the request, 
 then yields `(operation, request)` pairs of the item API (GetItem, Query, Scan, PutItem, UpdateItem, DeleteItem,
 TransactGetItems, TransactWriteItems), one at a time, and receives each one's response (or has its DynamoError
 thrown in); its return value is the PartiQL response. Whoever drives it decides how an item operation runs:
-- `run_inline` hands each to `Engine.handle` (both through `drive`) (a standalone region, an MREC region: the writes commit and replicate
+- `run_inline` hands each to `Engine.execute` (both through `drive`) (a standalone region, an MREC region: the writes commit and replicate
   as the item operations' own writes do);
 - a strong-mode region routes each through its own request path (region/mrsc_requests.py), so a PartiQL write on
   a strong table takes the commit protocol and a consistent SELECT the strong read, exactly as the item API would.
@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from .. import capacity
+from ..answer import Answer
 from ..errors import (
     ConditionalCheckFailedException,
     DuplicateItemException,
@@ -154,17 +155,21 @@ def drive(generator: Steps, perform: Callable[[str, dict], Generator[Any, Any, d
         return done.value
 
 
-def run_inline(engine: Any, generator: Steps) -> dict:
-    """Drive `generator` with `Engine.handle`: each item operation runs as the engine runs it, at once."""
+def run_inline(engine: Any, generator: Steps) -> Answer:
+    """Drive `generator` with `Engine.execute`: each item operation runs as the engine runs it, at once. The answer
+    carries the version of the last item operation (what a single PartiQL write or read wrote or read)."""
+    last: list[str | None] = [None]
 
     def handle(operation: str, request: dict) -> Generator[Any, Any, dict]:
-        return engine.handle(operation, request)
+        last[0] = None  # an operation that fails reports no version
+        response, last[0] = engine.execute(operation, request)
+        return response
         yield  # a generator that never waits
 
     try:
         next(drive(generator, handle))
     except StopIteration as done:
-        return done.value
+        return Answer(done.value, last[0])
     raise AssertionError("an item operation run inline waited")
 
 
