@@ -30,6 +30,7 @@ from .storage.memory_store import MemoryStore
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
 from .table_arns import BATCH_OPERATIONS, is_arn
+from .throughput import UNLIMITED, CapacitySettings, ThroughputModel, model_for
 from .ttl import TtlSweeper
 
 Handler = Callable[["Engine", dict], dict]
@@ -60,6 +61,7 @@ class Engine:
         versions: VersionSource | None = None,
         tombstone_retention_s: float = DEFAULT_RETENTION_S,
         ids: IdSource | None = None,
+        capacity: str | CapacitySettings = UNLIMITED,
     ) -> None:
         self.store = store
         # New identifiers (TableId): injected, so a simulation draws them from its seed (runtime/ids.py).
@@ -91,6 +93,9 @@ class Engine:
         # sweeper (ttl.py). The region server runs `trim_change_log` and `sweep_expired` periodically.
         self.change_log = ChangeLog(self, stream_retention_s)
         self.ttl = TtlSweeper(self)
+        # Capacity and throttling (throughput.py, docs/capacity.md): "modelled" throttles as DynamoDB does;
+        # "unlimited" (None here) never throttles.
+        self.throughput: ThroughputModel | None = model_for(self, capacity)
         if versions is not None:
             # A restarted region's clock starts above every version it already holds (its own or replicated).
             highest = store.highest_version()

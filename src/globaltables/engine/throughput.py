@@ -1,0 +1,326 @@
+"""The throughput model: which requests a region serves and which it throttles (docs/capacity.md).
+
+Every data-plane request computes one `capacity.Charge` (what ReturnConsumedCapacity reports) and hands it to
+`ThroughputModel.charge` before it changes anything; a refused charge raises the `throttling.Throttle`'s error and
+the request has no effect (no write, no stream record, nothing drawn). `Engine(capacity="unlimited")` has no model
+(`engine.throughput is None`): nothing is ever throttled.
+
+Buckets (token buckets on the engine's monotonic clock, refilled continuously, never above their depth):
+- Partitions. Each partition of the table and of each global secondary index has one bucket counted in
+  partition-seconds: a read of r units draws r/3000, a write of w units w/1000, refill 1 per second, depth 1 (one
+  second of a partition's throughput). One bucket for both, so reads and writes share a partition as the linear
+  combination r/3000 + w/1000 <= 1. Exceeded: KeyRangeThroughputExceeded. A key lives in one partition, so one key
+  never gets more than 1,000 WCU / 3,000 RCU a second.
+- Provisioned mode: per table and per GSI, a read and a write bucket filling at the provisioned rate, depth 300
+  seconds of it (burst capacity), starting with one second. Any partition may draw from them, up to its own
+  partition bucket: that is adaptive capacity, instant and never above the partition limit. Exceeded:
+  ProvisionedThroughputExceeded.
+- On demand: no table bucket; the partitions are the limit, and there are enough of them to serve twice the
+  previous peak (partitions.py). A one-second consumption counts as the previous peak 30 minutes after it
+  happened. `OnDemandThroughput` maxima are buckets at that rate, depth one second (MaxOnDemandThroughputExceeded);
+  the per-table quota (40,000 read and 40,000 write units a second, table and GSIs together) is one more
+  (AccountLimitExceeded).
+
+Admission: a request is served when every bucket it draws from holds a positive level, and then draws its whole
+charge, which may take a bucket below zero (a debt the refill repays before the next request is served). So any
+single request can succeed, a 400 KB write or a 4 MB transaction included, while the rate over any interval stays
+within the bucket's rate plus its depth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import partitions
+from .capacity import Charge
+from .throttling import ACCOUNT_LIMIT, KEY_RANGE, MAX_ON_DEMAND, PROVISIONED, Throttle
+
+UNLIMITED = "unlimited"
+MODELLED = "modelled"
+CAPACITY_OPTIONS = (MODELLED, UNLIMITED)
+
+BURST_S = 300.0  # unused provisioned capacity is kept for up to 5 minutes
+PEAK_MATURITY_S = 1800.0  # "throttling can occur if you exceed double your previous peak within 30 minutes"
+NEW_TABLE_PEAK = {"read": 6000.0, "write": 2000.0}  # a new on-demand table serves twice that at once
+SIZE_RECHECK_S = 60.0  # how often the 10 GB rule looks at the stored size again (a count of the rows)
+
+
+@dataclass(frozen=True)
+class CapacitySettings:
+    """The adjustable quotas (DescribeLimits' table maxima): per table, read and write units per second."""
+
+    table_max_read_units: float = 40000.0
+    table_max_write_units: float = 40000.0
+
+
+class Bucket:
+    __slots__ = ("rate", "depth", "level", "last")
+
+    def __init__(self, rate: float, depth: float, level: float, now: float) -> None:
+        self.rate, self.depth, self.level, self.last = rate, depth, level, now
+
+    def open(self, now: float) -> bool:
+        if now > self.last:
+            self.level = min(self.depth, self.level + (now - self.last) * self.rate)
+            self.last = now
+        return self.level > 0
+
+    def retune(self, rate: float, depth: float, now: float) -> None:
+        """A new rate from now on (UpdateTable): what accrued so far stays, up to the new depth."""
+        self.open(now)
+        self.rate, self.depth = rate, depth
+        self.level = min(self.level, depth)
+
+
+class Peak:
+    """The highest one-second consumption of one kind, counted once it is 30 minutes old."""
+
+    __slots__ = ("value", "second", "used", "pending")
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        self.second: int | None = None
+        self.used = 0.0
+        self.pending: list[tuple[float, float]] = []  # (when it happened, consumption), consumption increasing
+
+    def record(self, now: float, units: float) -> bool:
+        """Count `units` consumed at `now`; whether the previous peak rose."""
+        second = math.floor(now)
+        if second != self.second:
+            if self.second is not None and self.used > max(self.value, self.pending[-1][1] if self.pending else 0):
+                self.pending.append((self.second + 1.0, self.used))
+            self.second, self.used = second, 0.0
+        self.used += units
+        rose = False
+        while self.pending and self.pending[0][0] <= now - PEAK_MATURITY_S:
+            self.value = max(self.value, self.pending.pop(0)[1])
+            rose = True
+        return rose
+
+
+def _units(spec: dict | None, member: str) -> float:
+    value = (spec or {}).get(member)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else 0.0
+
+
+class Resource:
+    """The buckets of a table or of one of its GSIs."""
+
+    def __init__(self, resource_type: str, arn: str, now: float) -> None:
+        self.resource_type = resource_type  # "Table" or "Index"
+        self.arn = arn
+        self.count = 0
+        self.parts: list[Bucket] = []
+        self.provisioned: dict[str, Bucket] = {}  # kind -> bucket, provisioned mode only
+        self.caps: dict[str, Bucket] = {}  # kind -> OnDemandThroughput maximum, on demand only
+        self.peaks: dict[str, Peak] | None = None  # on demand only
+        self.warm = 0  # partitions the WarmThroughput asks for
+        self.size = 0
+
+    def configure(self, on_demand: bool, spec, now: float) -> None:
+        """Rates from the definition (`spec`: the TableDefinition or IndexDefinition), kept buckets retuned."""
+        if on_demand:
+            if self.peaks is None:
+                # A table switched from provisioned keeps what it had: its highest provisioned rate or the new-table
+                # peak, whichever is higher.
+                self.peaks = {
+                    kind: Peak(max(NEW_TABLE_PEAK[kind], self.provisioned[kind].rate if kind in self.provisioned else 0))
+                    for kind in ("read", "write")
+                }
+            self.provisioned = {}
+            for kind, member in (("read", "MaxReadRequestUnits"), ("write", "MaxWriteRequestUnits")):
+                rate = _units(spec.on_demand, member)
+                self._tune(self.caps, kind, rate, rate, now)
+        else:
+            self.peaks = None
+            self.caps = {}
+            for kind, member in (("read", "ReadCapacityUnits"), ("write", "WriteCapacityUnits")):
+                rate = _units(spec.provisioned, member)
+                self._tune(self.provisioned, kind, rate, rate * BURST_S, now)
+        warm = spec.warm_throughput or {}
+        self.warm = max(
+            math.ceil(_units(warm, "ReadUnitsPerSecond") / partitions.PARTITION_READ_UNITS),
+            math.ceil(_units(warm, "WriteUnitsPerSecond") / partitions.PARTITION_WRITE_UNITS),
+        )
+        self.resize(now)
+
+    @staticmethod
+    def _tune(buckets: dict[str, Bucket], kind: str, rate: float, depth: float, now: float) -> None:
+        if rate <= 0:
+            buckets.pop(kind, None)
+        elif kind in buckets:
+            buckets[kind].retune(rate, depth, now)
+        else:
+            buckets[kind] = Bucket(rate, depth, rate, now)  # one second to start with; burst accrues unused
+
+    def resize(self, now: float) -> None:
+        """Split to the partition count the rates, the peaks, the warm throughput and the size ask for."""
+        if self.peaks is not None:
+            wanted = partitions.on_demand_count(self.peaks["read"].value, self.peaks["write"].value, self.size)
+        else:
+            read = self.provisioned.get("read")
+            write = self.provisioned.get("write")
+            wanted = partitions.provisioned_count(read.rate if read else 0, write.rate if write else 0, self.size)
+        wanted = max(wanted, self.warm)
+        if wanted > self.count:  # split, never merged
+            self.count = wanted
+            self.parts = [Bucket(1.0, 1.0, 1.0, now) for _ in range(wanted)]
+
+    def partition(self, h: int) -> Bucket:
+        return self.parts[partitions.partition_of(h, self.count)]
+
+
+class TableThroughput:
+    """One table's resources: the table, each GSI, and the per-table on-demand quota."""
+
+    def __init__(self, table, now: float) -> None:
+        self.table_id = table.table_id
+        self.definition = None
+        self.resources: dict[str | None, Resource] = {}
+        self.quota: dict[str, Bucket] = {}
+        self.sized_at = -math.inf
+
+
+class ThroughputModel:
+    def __init__(self, engine, settings: CapacitySettings | None = None) -> None:
+        self.engine = engine
+        self.clock = engine.clock
+        self.settings = settings or CapacitySettings()
+        self.tables: dict[str, TableThroughput] = {}
+
+    # ------------------------------------------------------------------------------------------------- admission
+
+    def charge(self, charge: Charge) -> None:
+        """Serve `charge` (draw it) or raise the throttling error of the first limit it hits."""
+        throttle = self.try_charge(charge)
+        if throttle is not None:
+            raise throttle.error()
+
+    def try_charge(self, charge: Charge) -> Throttle | None:
+        """Draw `charge` and return None, or draw nothing and return why not."""
+        throttle = self.check(charge)
+        if throttle is None:
+            self.draw(charge)
+        return throttle
+
+    def charge_all(self, charges: list[Charge]) -> list[Throttle | None] | None:
+        """All or nothing (a transaction): draw every charge and return None, or draw nothing and return, per
+        charge, its throttle or None."""
+        throttles = [self.check(charge) for charge in charges]
+        if any(throttles):
+            return throttles
+        for charge in charges:
+            self.draw(charge)
+        return None
+
+    def check(self, charge: Charge) -> Throttle | None:
+        """The first limit `charge` would hit, or None; draws nothing. Limits are tried in this order: maxima the
+        user set (quick throttles), the table's quota, provisioned capacity, partitions; the table before its
+        indexes."""
+        state = self._state(charge.table)
+        now = self.clock.monotonic()
+        kind = charge.kind
+        resources = state.resources
+        table = resources[None]
+        on_demand = table.peaks is not None
+        for name, _h, _units in charge.places:
+            resource = resources.get(name)
+            if resource is not None and kind in resource.caps and not resource.caps[kind].open(now):
+                return self._throttle(resource, kind, MAX_ON_DEMAND, on_demand)
+        quota = state.quota.get(kind)
+        if quota is not None and not quota.open(now):
+            return self._throttle(table, kind, ACCOUNT_LIMIT, on_demand)
+        for name, _h, _units in charge.places:
+            resource = resources.get(name)
+            if resource is not None and kind in resource.provisioned and not resource.provisioned[kind].open(now):
+                return self._throttle(resource, kind, PROVISIONED, on_demand)
+        for name, h, _units in charge.places:
+            resource = resources.get(name)
+            if resource is not None and not resource.partition(h).open(now):
+                return self._throttle(resource, kind, KEY_RANGE, on_demand)
+        return None
+
+    def draw(self, charge: Charge) -> None:
+        state = self._state(charge.table)
+        now = self.clock.monotonic()
+        kind = charge.kind
+        quota = state.quota.get(kind)
+        if quota is not None:
+            quota.open(now)
+            quota.level -= charge.total
+        for name, h, units in charge.places:
+            resource = state.resources.get(name)
+            if resource is None:
+                continue
+            for buckets in (resource.caps, resource.provisioned):
+                bucket = buckets.get(kind)
+                if bucket is not None:
+                    bucket.open(now)
+                    bucket.level -= units
+            part = resource.partition(h)
+            part.open(now)
+            part.level -= partitions.share(kind, units)
+            if resource.peaks is not None and resource.peaks[kind].record(now, units):
+                resource.resize(now)
+
+    @staticmethod
+    def _throttle(resource: Resource, kind: str, limit: str, on_demand: bool) -> Throttle:
+        operation = "Read" if kind == "read" else "Write"
+        return Throttle(resource.resource_type, operation, limit, resource.arn, on_demand)
+
+    # ------------------------------------------------------------------------------------------------- the tables
+
+    def _state(self, name: str) -> TableThroughput:
+        table = self.engine.tables[name]
+        state = self.tables.get(name)
+        now = self.clock.monotonic()
+        if state is None or state.table_id != table.table_id:  # a new table, or one deleted and made again
+            state = self.tables[name] = TableThroughput(table, now)
+        if state.definition is not table:  # created, or changed by UpdateTable: the new rates apply from now
+            self._configure(state, table, now)
+        if now - state.sized_at >= SIZE_RECHECK_S:
+            self._resize_by_size(state, table, now)
+        return state
+
+    def _configure(self, state: TableThroughput, table, now: float) -> None:
+        state.definition = table
+        on_demand = table.billing_mode == "PAY_PER_REQUEST"
+        wanted: dict[str | None, object] = {None: table, **{index.name: index for index in table.gsis}}
+        for name in [n for n in state.resources if n not in wanted]:
+            del state.resources[name]
+        for name, spec in wanted.items():
+            resource = state.resources.get(name)
+            if resource is None:
+                arn = table.arn if name is None else table.index_arn(name)
+                resource = state.resources[name] = Resource("Table" if name is None else "Index", arn, now)
+            resource.configure(on_demand, spec, now)
+        if not on_demand:
+            state.quota = {}
+        elif not state.quota:
+            limits = {"read": self.settings.table_max_read_units, "write": self.settings.table_max_write_units}
+            state.quota = {kind: Bucket(rate, rate, rate, now) for kind, rate in limits.items()}
+
+    def _resize_by_size(self, state: TableThroughput, table, now: float) -> None:
+        state.sized_at = now
+        sizes = {None: self.engine.store.table_stats(table.name)[1]}
+        for index in table.gsis:
+            sizes[index.name] = self.engine.indexes.stats(table, index)[1]
+        for name, resource in state.resources.items():
+            resource.size = sizes.get(name, 0)
+            resource.resize(now)
+
+    def forget(self, name: str) -> None:
+        self.tables.pop(name, None)
+
+
+def model_for(engine, capacity) -> ThroughputModel | None:
+    """The engine's model for its `capacity` option: "modelled" (DynamoDB's limits), "unlimited" (no model), or
+    CapacitySettings (modelled, with other quotas)."""
+    if isinstance(capacity, CapacitySettings):
+        return ThroughputModel(engine, capacity)
+    if capacity == MODELLED:
+        return ThroughputModel(engine)
+    if capacity == UNLIMITED:
+        return None
+    raise ValueError(f"capacity must be one of {', '.join(CAPACITY_OPTIONS)}, not {capacity!r}")
