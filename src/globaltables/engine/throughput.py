@@ -21,10 +21,11 @@ Buckets (token buckets on the engine's monotonic clock, refilled continuously, n
   the per-table quota (40,000 read and 40,000 write units a second, table and GSIs together) is one more
   (AccountLimitExceeded).
 
-Admission: a request is served when every bucket it draws from holds a positive level, and then draws its whole
-charge, which may take a bucket below zero (a debt the refill repays before the next request is served). So any
-single request can succeed, a 400 KB write or a 4 MB transaction included, while the rate over any interval stays
-within the bucket's rate plus its depth.
+Admission: a request is served when every bucket it draws from holds what it would draw there, and then draws it.
+A draw larger than a bucket's depth (a 400 KB write on one partition, a 4 MB transaction) needs a full bucket and
+leaves it in debt, repaid by the refill before anything else is served; so every request can succeed eventually,
+while the rate over any interval stays within the bucket's rate plus its depth. Each item of a batch or
+transaction is checked on its own.
 """
 
 from __future__ import annotations
@@ -60,15 +61,19 @@ class Bucket:
     def __init__(self, rate: float, depth: float, level: float, now: float) -> None:
         self.rate, self.depth, self.level, self.last = rate, depth, level, now
 
-    def open(self, now: float) -> bool:
+    def refill(self, now: float) -> None:
         if now > self.last:
             self.level = min(self.depth, self.level + (now - self.last) * self.rate)
             self.last = now
-        return self.level > 0
+
+    def admits(self, cost: float, now: float) -> bool:
+        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt)."""
+        self.refill(now)
+        return self.level >= min(cost, self.depth)
 
     def retune(self, rate: float, depth: float, now: float) -> None:
         """A new rate from now on (UpdateTable): what accrued so far stays, up to the new depth."""
-        self.open(now)
+        self.refill(now)
         self.rate, self.depth = rate, depth
         self.level = min(self.level, depth)
 
@@ -116,6 +121,7 @@ class Resource:
         self.caps: dict[str, Bucket] = {}  # kind -> OnDemandThroughput maximum, on demand only
         self.peaks: dict[str, Peak] | None = None  # on demand only
         self.warm = 0  # partitions the WarmThroughput asks for
+        self.highest = {"read": 0.0, "write": 0.0}  # the highest rates ever provisioned
         self.size = 0
 
     def configure(self, on_demand: bool, spec, now: float) -> None:
@@ -124,10 +130,7 @@ class Resource:
             if self.peaks is None:
                 # A table switched from provisioned keeps what it had: its highest provisioned rate or the new-table
                 # peak, whichever is higher.
-                self.peaks = {
-                    kind: Peak(max(NEW_TABLE_PEAK[kind], self.provisioned[kind].rate if kind in self.provisioned else 0))
-                    for kind in ("read", "write")
-                }
+                self.peaks = {kind: Peak(max(NEW_TABLE_PEAK[kind], self.highest[kind])) for kind in ("read", "write")}
             self.provisioned = {}
             for kind, member in (("read", "MaxReadRequestUnits"), ("write", "MaxWriteRequestUnits")):
                 rate = _units(spec.on_demand, member)
@@ -137,6 +140,7 @@ class Resource:
             self.caps = {}
             for kind, member in (("read", "ReadCapacityUnits"), ("write", "WriteCapacityUnits")):
                 rate = _units(spec.provisioned, member)
+                self.highest[kind] = max(self.highest[kind], rate)
                 self._tune(self.provisioned, kind, rate, rate * BURST_S, now)
         warm = spec.warm_throughput or {}
         self.warm = max(
@@ -224,20 +228,20 @@ class ThroughputModel:
         resources = state.resources
         table = resources[None]
         on_demand = table.peaks is not None
-        for name, _h, _units in charge.places:
+        for name, _h, units in charge.places:
             resource = resources.get(name)
-            if resource is not None and kind in resource.caps and not resource.caps[kind].open(now):
+            if resource is not None and kind in resource.caps and not resource.caps[kind].admits(units, now):
                 return self._throttle(resource, kind, MAX_ON_DEMAND, on_demand)
         quota = state.quota.get(kind)
-        if quota is not None and not quota.open(now):
+        if quota is not None and not quota.admits(charge.total, now):
             return self._throttle(table, kind, ACCOUNT_LIMIT, on_demand)
-        for name, _h, _units in charge.places:
+        for name, _h, units in charge.places:
             resource = resources.get(name)
-            if resource is not None and kind in resource.provisioned and not resource.provisioned[kind].open(now):
+            if resource is not None and kind in resource.provisioned and not resource.provisioned[kind].admits(units, now):
                 return self._throttle(resource, kind, PROVISIONED, on_demand)
-        for name, h, _units in charge.places:
+        for name, h, units in charge.places:
             resource = resources.get(name)
-            if resource is not None and not resource.partition(h).open(now):
+            if resource is not None and not resource.partition(h).admits(partitions.share(kind, units), now):
                 return self._throttle(resource, kind, KEY_RANGE, on_demand)
         return None
 
@@ -247,7 +251,7 @@ class ThroughputModel:
         kind = charge.kind
         quota = state.quota.get(kind)
         if quota is not None:
-            quota.open(now)
+            quota.refill(now)
             quota.level -= charge.total
         for name, h, units in charge.places:
             resource = state.resources.get(name)
@@ -256,10 +260,10 @@ class ThroughputModel:
             for buckets in (resource.caps, resource.provisioned):
                 bucket = buckets.get(kind)
                 if bucket is not None:
-                    bucket.open(now)
+                    bucket.refill(now)
                     bucket.level -= units
             part = resource.partition(h)
-            part.open(now)
+            part.refill(now)
             part.level -= partitions.share(kind, units)
             if resource.peaks is not None and resource.peaks[kind].record(now, units):
                 resource.resize(now)
