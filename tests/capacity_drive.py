@@ -95,3 +95,19 @@ def levels(engine: Engine, table: str) -> dict:
         }
         for name, r in state.resources.items()
     }
+
+
+def stream_keys(engine: Engine, table: str) -> list[str]:
+    """The partition keys of every record of the table's stream, in order."""
+    arn = engine.handle("DescribeTable", {"TableName": table})["Table"]["LatestStreamArn"]
+    shard = engine.handle_streams("DescribeStream", {"StreamArn": arn})["StreamDescription"]["Shards"][0]
+    request = {"StreamArn": arn, "ShardId": shard["ShardId"], "ShardIteratorType": "TRIM_HORIZON"}
+    shard_iterator = engine.handle_streams("GetShardIterator", request)["ShardIterator"]
+    keys: list[str] = []
+    while shard_iterator is not None:
+        page = engine.handle_streams("GetRecords", {"ShardIterator": shard_iterator})
+        keys.extend(record["dynamodb"]["Keys"]["pk"]["S"] for record in page["Records"])
+        shard_iterator = page.get("NextShardIterator")
+        if not page["Records"]:
+            break
+    return keys

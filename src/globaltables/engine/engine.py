@@ -160,12 +160,16 @@ class Engine:
         self.store.save_table(definition.name, definition.to_dict())
         self.tables[definition.name] = definition
         self.change_log.table_saved(definition)  # a stream enabled or disabled
+        if self.throughput is not None:
+            self.throughput.table_saved(definition)  # new rates apply from now
 
     def drop_table(self, name: str) -> None:
         self.indexes.table_dropped(self.tables[name])
         self.change_log.table_dropped(name)
         self.store.drop_table(name)
         del self.tables[name]
+        if self.throughput is not None:
+            self.throughput.forget(name)
 
     def table_arn(self, name: str) -> str:
         return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"

@@ -314,6 +314,11 @@ class ThroughputModel:
             resource.size = sizes.get(name, 0)
             resource.resize(now)
 
+    def table_saved(self, table) -> None:
+        """A table created or changed (Engine.save_table): its buckets start, or take the new rates, now."""
+        if table.status != "DELETING":
+            self._state(table.name)
+
     def forget(self, name: str) -> None:
         self.tables.pop(name, None)
 
