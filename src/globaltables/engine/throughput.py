@@ -89,12 +89,15 @@ class Peak:
         self.used = 0.0
         self.pending: list[tuple[float, float]] = []  # (when it happened, consumption), consumption increasing
 
-    def record(self, now: float, units: float) -> bool:
-        """Count `units` consumed at `now`; whether the previous peak rose."""
+    def record(self, now: float, units: float, sustained: float) -> bool:
+        """Count `units` consumed at `now`; whether the previous peak rose. A second's consumption counts up to
+        `sustained`, what the partitions serve in a second: the second of throughput full buckets start with
+        is not a peak."""
         second = math.floor(now)
         if second != self.second:
-            if self.second is not None and self.used > max(self.value, self.pending[-1][1] if self.pending else 0):
-                self.pending.append((self.second + 1.0, self.used))
+            used = min(self.used, sustained)
+            if self.second is not None and used > max(self.value, self.pending[-1][1] if self.pending else 0):
+                self.pending.append((self.second + 1.0, used))
             self.second, self.used = second, 0.0
         self.used += units
         rose = False
@@ -265,8 +268,10 @@ class ThroughputModel:
             part = resource.partition(h)
             part.refill(now)
             part.level -= partitions.share(kind, units)
-            if resource.peaks is not None and resource.peaks[kind].record(now, units):
-                resource.resize(now)
+            if resource.peaks is not None:
+                sustained = resource.count * partitions.share(kind, 1.0) ** -1
+                if resource.peaks[kind].record(now, units, sustained):
+                    resource.resize(now)
 
     @staticmethod
     def _throttle(resource: Resource, kind: str, limit: str, on_demand: bool) -> Throttle:
