@@ -84,14 +84,20 @@ def drive(
 
 
 def levels(engine: Engine, table: str) -> dict:
-    """Current bucket levels of a table (no refill: read them at one virtual instant): per resource (None: the
-    table, else a GSI name), its provisioned buckets by kind and its partitions' levels."""
+    """Bucket levels of a table now: per resource (None: the table, else a GSI name), its provisioned buckets and
+    its OnDemandThroughput maxima by kind, and its partitions' levels."""
     state = engine.throughput.tables[table]
+    now = engine.clock.monotonic()
+
+    def level(bucket) -> float:
+        bucket.refill(now)
+        return bucket.level
+
     return {
         name: {
-            "provisioned": {kind: b.level for kind, b in r.provisioned.items()},
-            "caps": {kind: b.level for kind, b in r.caps.items()},
-            "parts": [b.level for b in r.parts],
+            "provisioned": {kind: level(b) for kind, b in r.provisioned.items()},
+            "caps": {kind: level(b) for kind, b in r.caps.items()},
+            "parts": [level(b) for b in r.parts],
         }
         for name, r in state.resources.items()
     }
