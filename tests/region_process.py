@@ -50,7 +50,7 @@ class RegionProcess:
         self.program = program  # what python runs: the CLI, or a script that runs it (tests/fuzz/planted_region.py)
         # Tests' regions never throttle unless a test asks for modelled capacity: loopback clients send requests
         # far faster than a client of DynamoDB's (sequential 30 KB puts to one key would throttle), and a test that
-        # is not about capacity should not depend on the machine's speed (docs/capacity.md D12).
+        # is not about capacity should not depend on the machine's speed (docs/capacity.md, decision 12).
         self.capacity = capacity
         self.process: subprocess.Popen | None = None
         self.endpoint: str | None = None

@@ -15,8 +15,8 @@ One accounting (a `Charge`)
   where they land (the partition hash of the table's or the global index's partition key). ReturnConsumedCapacity
   reports `Charge.consumed`, and the throughput model (throughput.py) draws exactly those units from its buckets,
   so what a client is told it consumed is what it was throttled by.
-- A failed conditional write consumes the size of the existing item, or 1 unit if there is none (docs/capacity.md
-  D7); it writes no index.
+- A failed conditional write consumes the size of the existing item, or 1 unit if there is none (docs/capacity.md,
+  decision 7); it writes no index.
 
 The response structure (`ConsumedCapacity`)
 - TOTAL: {"TableName": t, "CapacityUnits": total}; the total includes the indexes' units.

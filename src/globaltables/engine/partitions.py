@@ -2,7 +2,7 @@
 
 - A partition serves at most 3,000 read units and 1,000 write units per second, or a linear combination of both
   (r/3000 + w/1000 <= 1), and holds at most 10 GB (capacity-facts §2).
-- Count (docs/capacity.md D2): provisioned, max(ceil(RCU/3000 + WCU/1000), ceil(size/10 GB), 1); on demand,
+- Count (docs/capacity.md, decision 2): provisioned, max(ceil(RCU/3000 + WCU/1000), ceil(size/10 GB), 1); on demand,
   enough partitions to serve twice the previous peak, max(ceil(2 peak_r/3000), ceil(2 peak_w/1000), ceil(size/10 GB)),
   which for a new table (previous peak 6,000 RRU / 2,000 WRU) is 4. Partitions are split, never merged: a count
   never goes down.

@@ -206,77 +206,117 @@ class ThroughputModel:
 
     def try_charge(self, charge: Charge) -> Throttle | None:
         """Draw `charge` and return None, or draw nothing and return why not."""
-        throttle = self.check(charge)
+        if len(charge.places) == 1:
+            return self._try_one_place(charge)
+        state, now, draws = self._draws(charge)
+        throttle = self._refused(state, charge, draws, now)
         if throttle is None:
-            self.draw(charge)
+            self._draw(state, charge, draws, now)
         return throttle
+
+    def _try_one_place(self, charge: Charge) -> Throttle | None:
+        """`try_charge` of a charge on one partition of one resource (most requests), without the lists: the same
+        limits in the same order as `_draws`."""
+        state = self._state(charge.table)
+        now = self.clock.monotonic()
+        kind = charge.kind
+        name, h, units = charge.places[0]
+        resource = state.resources.get(name)
+        if resource is None:
+            return None
+        cap = resource.caps.get(kind)
+        quota = state.quota.get(kind)
+        provisioned = resource.provisioned.get(kind)
+        part = resource.partition(h)
+        share = partitions.share(kind, units)
+        limit = None
+        if cap is not None and not cap.admits(units, now):
+            limit = MAX_ON_DEMAND
+        elif quota is not None and not quota.admits(charge.total, now):
+            limit, resource = ACCOUNT_LIMIT, state.resources[None]
+        elif provisioned is not None and not provisioned.admits(units, now):
+            limit = PROVISIONED
+        elif not part.admits(share, now):
+            limit = KEY_RANGE
+        if limit is not None:
+            operation = "Read" if kind == "read" else "Write"
+            return Throttle(resource.resource_type, operation, limit, resource.arn, state.resources[None].peaks is not None)
+        if cap is not None:
+            cap.level -= units
+        if quota is not None:
+            quota.level -= charge.total
+        if provisioned is not None:
+            provisioned.level -= units
+        part.level -= share
+        peaks = resource.peaks
+        if peaks is not None and peaks[kind].record(now, units, resource.count / partitions.share(kind, 1.0)):
+            resource.resize(now)
+        return None
 
     def charge_all(self, charges: list[Charge]) -> list[Throttle | None] | None:
         """All or nothing (a transaction): draw every charge and return None, or draw nothing and return, per
         charge, its throttle or None."""
-        throttles = [self.check(charge) for charge in charges]
+        planned = [(charge, *self._draws(charge)) for charge in charges]
+        throttles = [self._refused(state, charge, draws, now) for charge, state, now, draws in planned]
         if any(throttles):
             return throttles
-        for charge in charges:
-            self.draw(charge)
+        for charge, state, now, draws in planned:
+            self._draw(state, charge, draws, now)
         return None
 
     def check(self, charge: Charge) -> Throttle | None:
-        """The first limit `charge` would hit, or None; draws nothing. Limits are tried in this order: maxima the
-        user set (quick throttles), the table's quota, provisioned capacity, partitions; the table before its
-        indexes."""
+        """The first limit `charge` would hit, or None; draws nothing."""
+        state, now, draws = self._draws(charge)
+        return self._refused(state, charge, draws, now)
+
+    def _draws(self, charge: Charge) -> tuple[TableThroughput, float, list[tuple[Bucket, float, Resource, str]]]:
+        """(bucket, what it would draw, its resource, the limit it stands for) for every bucket `charge` draws
+        from, in the order limits are tried: maxima the user set (quick throttles), the table's quota, provisioned
+        capacity, partitions; within each, the table before its indexes."""
         state = self._state(charge.table)
         now = self.clock.monotonic()
         kind = charge.kind
         resources = state.resources
-        table = resources[None]
-        on_demand = table.peaks is not None
-        for name, _h, units in charge.places:
-            resource = resources.get(name)
-            if resource is not None and kind in resource.caps and not resource.caps[kind].admits(units, now):
-                return self._throttle(resource, kind, MAX_ON_DEMAND, on_demand)
-        quota = state.quota.get(kind)
-        if quota is not None and not quota.admits(charge.total, now):
-            return self._throttle(table, kind, ACCOUNT_LIMIT, on_demand)
-        for name, _h, units in charge.places:
-            resource = resources.get(name)
-            if resource is not None and kind in resource.provisioned and not resource.provisioned[kind].admits(units, now):
-                return self._throttle(resource, kind, PROVISIONED, on_demand)
+        first: list[tuple[Bucket, float, Resource, str]] = []
+        provisioned: list[tuple[Bucket, float, Resource, str]] = []
+        parts: list[tuple[Bucket, float, Resource, str]] = []
         for name, h, units in charge.places:
             resource = resources.get(name)
-            if resource is not None and not resource.partition(h).admits(partitions.share(kind, units), now):
-                return self._throttle(resource, kind, KEY_RANGE, on_demand)
-        return None
-
-    def draw(self, charge: Charge) -> None:
-        state = self._state(charge.table)
-        now = self.clock.monotonic()
-        kind = charge.kind
+            if resource is None:  # an index dropped since the charge was made
+                continue
+            bucket = resource.caps.get(kind)
+            if bucket is not None:
+                first.append((bucket, units, resource, MAX_ON_DEMAND))
+            bucket = resource.provisioned.get(kind)
+            if bucket is not None:
+                provisioned.append((bucket, units, resource, PROVISIONED))
+            parts.append((resource.partition(h), partitions.share(kind, units), resource, KEY_RANGE))
         quota = state.quota.get(kind)
         if quota is not None:
-            quota.refill(now)
-            quota.level -= charge.total
-        for name, h, units in charge.places:
+            first.append((quota, charge.total, resources[None], ACCOUNT_LIMIT))
+        return state, now, first + provisioned + parts
+
+    def _refused(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> Throttle | None:
+        for bucket, cost, resource, limit in draws:
+            if not bucket.admits(cost, now):
+                operation = "Read" if charge.kind == "read" else "Write"
+                on_demand = state.resources[None].peaks is not None
+                return Throttle(resource.resource_type, operation, limit, resource.arn, on_demand)
+        return None
+
+    def _draw(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> None:
+        for bucket, cost, _resource, _limit in draws:
+            bucket.refill(now)
+            bucket.level -= cost
+        if state.resources[None].peaks is None:
+            return
+        kind = charge.kind
+        for name, _h, units in charge.places:  # on demand: a new peak splits partitions, 30 minutes on
             resource = state.resources.get(name)
-            if resource is None:
-                continue
-            for buckets in (resource.caps, resource.provisioned):
-                bucket = buckets.get(kind)
-                if bucket is not None:
-                    bucket.refill(now)
-                    bucket.level -= units
-            part = resource.partition(h)
-            part.refill(now)
-            part.level -= partitions.share(kind, units)
-            if resource.peaks is not None:
-                sustained = resource.count * partitions.share(kind, 1.0) ** -1
+            if resource is not None and resource.peaks is not None:
+                sustained = resource.count / partitions.share(kind, 1.0)
                 if resource.peaks[kind].record(now, units, sustained):
                     resource.resize(now)
-
-    @staticmethod
-    def _throttle(resource: Resource, kind: str, limit: str, on_demand: bool) -> Throttle:
-        operation = "Read" if kind == "read" else "Write"
-        return Throttle(resource.resource_type, operation, limit, resource.arn, on_demand)
 
     # ------------------------------------------------------------------------------------------------- the tables
 

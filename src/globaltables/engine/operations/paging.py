@@ -107,7 +107,7 @@ def read_page(
     """One page of `rows`; `index` (an `index_reads.IndexRead`) when they are a secondary index's entries.
 
     `throughput` is the engine's model (None: unlimited); the page's charge lands on partition hash `place` (a
-    Query's partition key), or, for a Scan, where the page began (docs/capacity.md D9)."""
+    Query's partition key), or, for a Scan, where the page began (docs/capacity.md, decision 9)."""
     items: list[dict] = []
     scanned = 0
     read_bytes = 0
