@@ -221,9 +221,7 @@ def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Applicat
 
     settings = config.replication
     clock = SkewedClock(offset_s=settings.clock_offset_ms / 1000.0)
-    engine = Engine(
-        store, clock, region=config.name, stream_retention_s=config.stream_retention_s, capacity=config.capacity
-    )
+    engine = Engine(store, clock, region=config.name, stream_retention_s=config.stream_retention_s)
     host = MrscHost(engine, store, settings, clock, signing=RequestSigning(config.name, clock, config.credentials))
     host.prepare()
     app = make_app(
