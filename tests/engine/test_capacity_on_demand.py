@@ -102,3 +102,35 @@ def test_the_per_table_quota_counts_the_table_and_its_indexes_and_answers_reques
     }
     clock.advance(1.0)
     call(engine, "PutItem", put("Quota", "k5", g="x"))
+
+
+def test_warm_throughput_pre_splits_the_partitions():
+    engine, clock = modelled()
+    call(engine, "CreateTable", table_request("Warm", WarmThroughput={"WriteUnitsPerSecond": 8000}))
+    keys = keys_in_partitions(engine.tables["Warm"], 8, 10)
+    request = lambda n: ("PutItem", sized_put("Warm", keys[n % len(keys)], 4096))  # noqa: E731
+    served, refused = drive(engine, clock, 5.0, 2000, request)  # 8,000 units a second at once
+    assert (served, refused) == (10_000, [])
+    cold, cold_clock = modelled()
+    call(cold, "CreateTable", table_request("Warm"))
+    cold_request = lambda n: ("PutItem", sized_put("Warm", keys[n % len(keys)], 4096))  # noqa: E731
+    served, refused = drive(cold, cold_clock, 5.0, 2000, cold_request)
+    assert refused  # the same load on a table that is not pre-warmed: four partitions, 4,000 a second
+
+
+def test_update_table_sets_a_gsi_maximum():
+    engine, clock = modelled()
+    request = table_request(
+        "GsiUpdate",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "g", "AttributeType": "S"}],
+        GlobalSecondaryIndexes=[{
+            "IndexName": "byG", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }],
+    )  # fmt: skip
+    call(engine, "CreateTable", request)
+    update = {"Update": {"IndexName": "byG", "OnDemandThroughput": {"MaxWriteRequestUnits": 1}}}
+    call(engine, "UpdateTable", {"TableName": "GsiUpdate", "GlobalSecondaryIndexUpdates": [update]})
+    call(engine, "PutItem", put("GsiUpdate", "a", g="x"))
+    error = error_of(engine, "PutItem", put("GsiUpdate", "b", g="x"))
+    assert error.to_body()["throttlingReasons"][0]["reason"] == "IndexWriteMaxOnDemandThroughputExceeded"
