@@ -159,7 +159,12 @@ class Charge:
 
     @property
     def total(self) -> float:
-        return self.units + sum(self.gsi.values()) + sum(self.lsi.values())
+        total = self.units
+        if self.gsi:
+            total += sum(self.gsi.values())
+        if self.lsi:
+            total += sum(self.lsi.values())
+        return total
 
     def consumed(self, mode: str | None) -> dict | None:
         return consumed(

@@ -217,8 +217,8 @@ class ThroughputModel:
     def _try_one_place(self, charge: Charge) -> Throttle | None:
         """`try_charge` of a charge on one partition of one resource (most requests), without the lists: the same
         limits in the same order as `_draws`."""
-        state = self._state(charge.table)
         now = self.clock.monotonic()
+        state = self._state(charge.table, now)
         kind = charge.kind
         name, h, units = charge.places[0]
         resource = state.resources.get(name)
@@ -229,10 +229,11 @@ class ThroughputModel:
         provisioned = resource.provisioned.get(kind)
         part = resource.partition(h)
         share = partitions.share(kind, units)
+        total = charge.total if quota is not None else 0.0
         limit = None
         if cap is not None and not cap.admits(units, now):
             limit = MAX_ON_DEMAND
-        elif quota is not None and not quota.admits(charge.total, now):
+        elif quota is not None and not quota.admits(total, now):
             limit, resource = ACCOUNT_LIMIT, state.resources[None]
         elif provisioned is not None and not provisioned.admits(units, now):
             limit = PROVISIONED
@@ -244,7 +245,7 @@ class ThroughputModel:
         if cap is not None:
             cap.level -= units
         if quota is not None:
-            quota.level -= charge.total
+            quota.level -= total
         if provisioned is not None:
             provisioned.level -= units
         part.level -= share
@@ -273,8 +274,8 @@ class ThroughputModel:
         """(bucket, what it would draw, its resource, the limit it stands for) for every bucket `charge` draws
         from, in the order limits are tried: maxima the user set (quick throttles), the table's quota, provisioned
         capacity, partitions; within each, the table before its indexes."""
-        state = self._state(charge.table)
         now = self.clock.monotonic()
+        state = self._state(charge.table, now)
         kind = charge.kind
         resources = state.resources
         first: list[tuple[Bucket, float, Resource, str]] = []
@@ -320,10 +321,9 @@ class ThroughputModel:
 
     # ------------------------------------------------------------------------------------------------- the tables
 
-    def _state(self, name: str) -> TableThroughput:
+    def _state(self, name: str, now: float) -> TableThroughput:
         table = self.engine.tables[name]
         state = self.tables.get(name)
-        now = self.clock.monotonic()
         if state is None or state.table_id != table.table_id:  # a new table, or one deleted and made again
             state = self.tables[name] = TableThroughput(table, now)
         if state.definition is not table:  # created, or changed by UpdateTable: the new rates apply from now
@@ -362,7 +362,7 @@ class ThroughputModel:
     def table_saved(self, table) -> None:
         """A table created or changed (Engine.save_table): its buckets start, or take the new rates, now."""
         if table.status != "DELETING":
-            self._state(table.name)
+            self._state(table.name, self.clock.monotonic())
 
     def forget(self, name: str) -> None:
         self.tables.pop(name, None)
