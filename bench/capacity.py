@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from globaltables.engine.engine import Engine  # noqa: E402
-from globaltables.engine.storage.sqlite_store import SqliteStore  # noqa: E402
-from globaltables.runtime.clock import ManualClock  # noqa: E402
+from globaltables.engine.engine import Engine
+from globaltables.engine.storage.sqlite_store import SqliteStore
+from globaltables.runtime.clock import ManualClock
 
 KEYS = 1000
 
@@ -57,7 +57,10 @@ def measure(capacity: str, gsi: bool, count: int, rounds: int) -> tuple[float, f
         engine = Engine(SqliteStore(None), clock, capacity=capacity)
         engine.handle("CreateTable", table("Bench", gsi))
         puts = [
-            {"TableName": "Bench", "Item": {"pk": {"S": f"k{n % KEYS}"}, "g": {"S": f"g{n % 97}"}, "v": {"S": "x" * 170}}}
+            {
+                "TableName": "Bench",
+                "Item": {"pk": {"S": f"k{n % KEYS}"}, "g": {"S": f"g{n % 97}"}, "v": {"S": "x" * 170}},
+            }
             for n in range(count)
         ]
         gets = [{"TableName": "Bench", "Key": {"pk": {"S": f"k{n % KEYS}"}}} for n in range(count)]

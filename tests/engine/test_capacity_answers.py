@@ -23,7 +23,7 @@ def test_the_sixteen_reasons():
 
 
 def test_a_throttled_write_changes_nothing_and_leaves_no_stream_record(make_store):
-    engine, clock = modelled(make_store())
+    engine, _clock = modelled(make_store())
     stream = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}}
     call(engine, "CreateTable", table_request("Quiet", provisioned=(5, 2), **stream))
     call(engine, "PutItem", put("Quiet", "a", v=1))
@@ -44,7 +44,7 @@ def test_a_throttled_write_changes_nothing_and_leaves_no_stream_record(make_stor
 
 
 def test_a_failed_condition_consumes_capacity_unless_throttled_first():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     call(engine, "CreateTable", table_request("Conditions", provisioned=(5, 3)))
     conditional = {**put("Conditions", "a"), "ConditionExpression": "attribute_exists(pk)"}
     for _ in range(3):  # 1 unit each (no item)
@@ -70,10 +70,12 @@ def test_batch_write_leaves_throttled_items_unprocessed_and_fails_only_when_none
 
 
 def test_batch_write_on_demand_fails_whole_with_throttling_exception():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     call(engine, "CreateTable", table_request("OnDemandBatches", OnDemandThroughput={"MaxWriteRequestUnits": 1}))
     call(engine, "PutItem", put("OnDemandBatches", "first"))
-    error = error_of(engine, "BatchWriteItem", {"RequestItems": {"OnDemandBatches": [{"PutRequest": {"Item": {"pk": {"S": "x"}}}}]}})
+    error = error_of(
+        engine, "BatchWriteItem", {"RequestItems": {"OnDemandBatches": [{"PutRequest": {"Item": {"pk": {"S": "x"}}}}]}}
+    )
     assert isinstance(error, ThrottlingException)
 
 
@@ -95,11 +97,19 @@ def test_batch_get_leaves_throttled_keys_unprocessed_and_fails_only_when_none_wa
 
 
 def test_transactions_cancel_with_throttled_codes():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     call(engine, "CreateTable", table_request("Provisioned", provisioned=(5, 2)))  # one transactional write
     call(engine, "CreateTable", table_request("OnDemand", OnDemandThroughput={"MaxWriteRequestUnits": 2}))
-    call(engine, "TransactWriteItems", {"TransactItems": [{"Put": put("Provisioned", "a")}, {"Put": put("OnDemand", "b")}]})
-    error = error_of(engine, "TransactWriteItems", {"TransactItems": [{"Put": put("OnDemand", "c")}, {"Put": put("Provisioned", "d")}]})
+    call(
+        engine,
+        "TransactWriteItems",
+        {"TransactItems": [{"Put": put("Provisioned", "a")}, {"Put": put("OnDemand", "b")}]},
+    )
+    error = error_of(
+        engine,
+        "TransactWriteItems",
+        {"TransactItems": [{"Put": put("OnDemand", "c")}, {"Put": put("Provisioned", "d")}]},
+    )
     assert isinstance(error, TransactionCanceledException)
     reasons = error.to_body()["CancellationReasons"]
     assert [r["Code"] for r in reasons] == ["ThrottlingError", "ProvisionedThroughputExceeded"]
@@ -128,7 +138,11 @@ def test_query_and_scan_pages_are_throttled():
 def test_ttl_deletes_consume_nothing(make_store):
     engine, clock = modelled(make_store())
     call(engine, "CreateTable", table_request("Expiring", provisioned=(5, 1)))
-    call(engine, "UpdateTimeToLive", {"TableName": "Expiring", "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "exp"}})
+    call(
+        engine,
+        "UpdateTimeToLive",
+        {"TableName": "Expiring", "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "exp"}},
+    )
     past = int(clock.wall_time()) - 60
     for n in range(10):  # one a second: the table's rate
         clock.advance(1.0)
@@ -164,7 +178,7 @@ def index_table() -> dict:
     )  # fmt: skip
 
 
-def item(pk: str, sk: str, g: str, l: str, size: int = 0) -> dict:  # noqa: E741
+def item(pk: str, sk: str, g: str, l: str, size: int = 0) -> dict:
     return {"pk": {"S": pk}, "sk": {"S": sk}, "g": {"S": g}, "l": {"S": l}, "pad": {"S": "x" * size}}
 
 
@@ -228,7 +242,7 @@ def test_return_consumed_capacity_is_what_the_buckets_were_charged(operation, re
 
 
 def test_unlimited_never_throttles():
-    engine, clock = modelled(capacity="unlimited")
+    engine, _clock = modelled(capacity="unlimited")
     assert engine.throughput is None
     call(engine, "CreateTable", table_request("Free", provisioned=(1, 1)))
     for n in range(300):  # 10 units each on a 1-unit table, at one instant

@@ -13,7 +13,7 @@ def test_twice_the_previous_peak_once_it_is_30_minutes_old():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Peaks"))
     keys = keys_in_partitions(engine.tables["Peaks"], 12, 10)  # uniform over 12 ranges, so over 4 and 6 partitions
-    request = lambda n: ("PutItem", sized_put("Peaks", keys[n % len(keys)], 4096))  # noqa: E731  4 units
+    request = lambda n: ("PutItem", sized_put("Peaks", keys[n % len(keys)], 4096))
     served, refused = drive(engine, clock, 10.0, 740, request)  # a peak of 2,960 units a second: served
     assert (served, refused) == (7400, [])
     clock.advance(1790.0)
@@ -29,7 +29,7 @@ def test_a_new_tables_first_second_is_not_a_peak():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Fresh"))
     keys = keys_in_partitions(engine.tables["Fresh"], 4, 10)
-    request = lambda n: ("PutItem", sized_put("Fresh", keys[n % len(keys)], 4096))  # noqa: E731
+    request = lambda n: ("PutItem", sized_put("Fresh", keys[n % len(keys)], 4096))
     served, _ = drive(engine, clock, 1.0, 2000, request)
     assert served >= 1990  # about 8,000 units: 4,000 a second plus the second full partitions start with
     clock.advance(1801.0)
@@ -40,7 +40,7 @@ def test_a_new_tables_first_second_is_not_a_peak():
 def test_on_demand_maximum_throttles_with_max_on_demand_reasons_until_removed():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Capped", OnDemandThroughput={"MaxWriteRequestUnits": 50}))
-    request = lambda n: ("PutItem", put("Capped", f"k{n % 100}"))  # noqa: E731
+    request = lambda n: ("PutItem", put("Capped", f"k{n % 100}"))
     drive(engine, clock, 1.0, 200, request)
     served, refused = drive(engine, clock, 10.0, 200, request)
     assert abs(served - 500) <= 5
@@ -51,7 +51,7 @@ def test_on_demand_maximum_throttles_with_max_on_demand_reasons_until_removed():
         "message": MAX_ON_DEMAND_MESSAGE,
         "throttlingReasons": [{"reason": "TableWriteMaxOnDemandThroughputExceeded", "resource": ARN + "Capped"}],
     }
-    reads = lambda n: ("GetItem", {"TableName": "Capped", "Key": {"pk": {"S": "k1"}}})  # noqa: E731
+    reads = lambda n: ("GetItem", {"TableName": "Capped", "Key": {"pk": {"S": "k1"}}})
     assert drive(engine, clock, 1.0, 200, reads)[1] == []  # reads have no maximum
     call(engine, "UpdateTable", {"TableName": "Capped", "OnDemandThroughput": {"MaxWriteRequestUnits": -1}})
     served, refused = drive(engine, clock, 10.0, 200, request)
@@ -59,7 +59,7 @@ def test_on_demand_maximum_throttles_with_max_on_demand_reasons_until_removed():
 
 
 def test_a_gsi_maximum_throttles_base_writes_with_the_index_reason():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     request = table_request(
         "IndexCapped",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "g", "AttributeType": "S"}],
@@ -108,18 +108,18 @@ def test_warm_throughput_pre_splits_the_partitions():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Warm", WarmThroughput={"WriteUnitsPerSecond": 8000}))
     keys = keys_in_partitions(engine.tables["Warm"], 8, 10)
-    request = lambda n: ("PutItem", sized_put("Warm", keys[n % len(keys)], 4096))  # noqa: E731
+    request = lambda n: ("PutItem", sized_put("Warm", keys[n % len(keys)], 4096))
     served, refused = drive(engine, clock, 5.0, 2000, request)  # 8,000 units a second at once
     assert (served, refused) == (10_000, [])
     cold, cold_clock = modelled()
     call(cold, "CreateTable", table_request("Warm"))
-    cold_request = lambda n: ("PutItem", sized_put("Warm", keys[n % len(keys)], 4096))  # noqa: E731
+    cold_request = lambda n: ("PutItem", sized_put("Warm", keys[n % len(keys)], 4096))
     served, refused = drive(cold, cold_clock, 5.0, 2000, cold_request)
     assert refused  # the same load on a table that is not pre-warmed: four partitions, 4,000 a second
 
 
 def test_update_table_sets_a_gsi_maximum():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     request = table_request(
         "GsiUpdate",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "g", "AttributeType": "S"}],

@@ -27,13 +27,16 @@ def warm(engine, clock, request, rate: float) -> None:
 def test_one_key_is_capped_at_1000_write_units_a_second():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Hot"))
-    request = lambda n: ("PutItem", sized_put("Hot", "the-key", 4096))  # noqa: E731  4 units each
+    request = lambda n: ("PutItem", sized_put("Hot", "the-key", 4096))
     warm(engine, clock, request, 500)
     served, refused = drive(engine, clock, 10.0, 500, request)  # 2,000 units a second offered
     assert abs(served * 4 - 10_000) <= 200  # 1,000 units a second, within 2 %
     assert {type(e) for e in refused} == {ThrottlingException}
     assert refused[0].to_body()["throttlingReasons"] == [
-        {"reason": "TableWriteKeyRangeThroughputExceeded", "resource": "arn:aws:dynamodb:us-east-1:000000000000:table/Hot"}
+        {
+            "reason": "TableWriteKeyRangeThroughputExceeded",
+            "resource": "arn:aws:dynamodb:us-east-1:000000000000:table/Hot",
+        }
     ]
 
 
@@ -41,7 +44,7 @@ def test_a_new_on_demand_table_takes_4000_write_units_a_second_over_its_four_par
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Wide"))
     keys = keys_in_partitions(engine.tables["Wide"], 4, 25)  # uniform: as many keys, and writes, in each
-    request = lambda n: ("PutItem", sized_put("Wide", keys[n % len(keys)], 4096))  # noqa: E731  4 units each
+    request = lambda n: ("PutItem", sized_put("Wide", keys[n % len(keys)], 4096))
     served, refused = drive(engine, clock, 10.0, 1000, request)
     assert (served, refused) == (10_000, [])  # 4,000 units a second, 1,000 in each partition: all served
     warm(engine, clock, request, 2000)  # twice that for a second spends what the partitions had left
@@ -54,7 +57,7 @@ def test_a_10_kb_item_costs_10_write_units_and_caps_its_key_at_100_writes_a_seco
     call(engine, "CreateTable", table_request("Big"))
     answer = call(engine, "PutItem", {**sized_put("Big", "k", 10 * 1024), "ReturnConsumedCapacity": "TOTAL"})
     assert answer["ConsumedCapacity"] == {"TableName": "Big", "CapacityUnits": 10.0}
-    request = lambda n: ("PutItem", sized_put("Big", "k", 10 * 1024))  # noqa: E731
+    request = lambda n: ("PutItem", sized_put("Big", "k", 10 * 1024))
     warm(engine, clock, request, 200)
     served, _ = drive(engine, clock, 10.0, 200, request)
     assert abs(served - 1000) <= 20
@@ -97,12 +100,16 @@ def test_partition_counts():
 
 
 def test_partitions_are_split_never_merged():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     call(engine, "CreateTable", table_request("Shrinks", provisioned=(3000, 3000)))
     call(engine, "GetItem", {"TableName": "Shrinks", "Key": {"pk": {"S": "a"}}})  # the model sees the table
     table = engine.throughput.tables["Shrinks"].resources[None]
     assert table.count == 4  # ceil(3000/3000 + 3000/1000)
-    call(engine, "UpdateTable", {"TableName": "Shrinks", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}})
+    call(
+        engine,
+        "UpdateTable",
+        {"TableName": "Shrinks", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}},
+    )
     call(engine, "GetItem", {"TableName": "Shrinks", "Key": {"pk": {"S": "a"}}})
     assert table.count == 4
     call(engine, "UpdateTable", {"TableName": "Shrinks", "BillingMode": "PAY_PER_REQUEST"})
@@ -120,7 +127,9 @@ def test_placement_is_the_same_in_every_process(seed):
         "print([partition_of(partition_hash(f'key-{n}'.encode()), 7) for n in range(50)])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC), "PYTHONHASHSEED": seed}
-    answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60, check=True)
+    answer = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60, check=True
+    )
     here = [partitions.partition_of(partition_hash(f"key-{n}".encode()), 7) for n in range(50)]
     assert answer.stdout.strip() == str(here)
     assert len(set(here)) == 7  # and the keys spread over every partition

@@ -12,7 +12,7 @@ from globaltables.engine.throttling import INDEX_PROVISIONED_MESSAGE, TABLE_PROV
 def test_a_provisioned_table_serves_its_rate_and_answers_ptee_beyond_it():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Slow", provisioned=(5, 20)))
-    request = lambda n: ("PutItem", put("Slow", f"k{n % 50}"))  # noqa: E731
+    request = lambda n: ("PutItem", put("Slow", f"k{n % 50}"))
     served, refused = drive(engine, clock, 10.0, 100, request)
     assert abs(served - (20 + 10 * 20)) <= 2  # the second it starts with, then 20 a second
     error = refused[0]
@@ -22,7 +22,7 @@ def test_a_provisioned_table_serves_its_rate_and_answers_ptee_beyond_it():
         "message": TABLE_PROVISIONED_MESSAGE,
         "ThrottlingReasons": [{"reason": "TableWriteProvisionedThroughputExceeded", "resource": ARN + "Slow"}],
     }
-    get = lambda n: ("GetItem", {"TableName": "Slow", "Key": {"pk": {"S": "k1"}}, "ConsistentRead": True})  # noqa: E731
+    get = lambda n: ("GetItem", {"TableName": "Slow", "Key": {"pk": {"S": "k1"}}, "ConsistentRead": True})
     served, refused = drive(engine, clock, 10.0, 100, get)
     assert abs(served - (5 + 10 * 5 + 10 * 5)) <= 2  # reads have their own rate (and banked 10 s unused)
     assert refused[0].to_body()["ThrottlingReasons"][0]["reason"] == "TableReadProvisionedThroughputExceeded"
@@ -31,7 +31,7 @@ def test_a_provisioned_table_serves_its_rate_and_answers_ptee_beyond_it():
 def test_burst_capacity_banks_up_to_300_seconds_of_unused_capacity():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Bursty", provisioned=(10, 10)))
-    request = lambda n: ("PutItem", put("Bursty", f"k{n % 50}"))  # noqa: E731
+    request = lambda n: ("PutItem", put("Bursty", f"k{n % 50}"))
     clock.advance(100.0)
     served, _ = drive(engine, clock, 20.0, 500, request)
     assert abs(served - (10 + 100 * 10 + 20 * 10)) <= 3  # 100 s idle: 1,000 units banked, spent at once
@@ -46,11 +46,11 @@ def test_adaptive_capacity_lets_a_hot_partition_use_the_tables_unused_capacity_u
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Adaptive", provisioned=(5, 1500)))  # 2 partitions, 750 each
     keys = keys_in_partitions(engine.tables["Adaptive"], 2, 10)
-    spread = lambda n: ("PutItem", put("Adaptive", keys[n % len(keys)]))  # noqa: E731
+    spread = lambda n: ("PutItem", put("Adaptive", keys[n % len(keys)]))
     drive(engine, clock, 2.0, 4000, spread)  # spends the second every bucket starts with
     served, _ = drive(engine, clock, 10.0, 2000, spread)
     assert abs(served - 15_000) <= 300  # two partitions together: the table's 1,500 a second
-    hot = lambda n: ("PutItem", put("Adaptive", "hot"))  # noqa: E731
+    hot = lambda n: ("PutItem", put("Adaptive", "hot"))
     drive(engine, clock, 3.0, 3000, hot)  # until its partition, not the table, is what limits it
     served, _ = drive(engine, clock, 10.0, 1200, hot)
     # One key gets 1,000 a second: above its partition's share (750), up to the partition limit, though the table
@@ -61,12 +61,20 @@ def test_adaptive_capacity_lets_a_hot_partition_use_the_tables_unused_capacity_u
 def test_update_table_changes_the_rate_at_once():
     engine, clock = modelled()
     call(engine, "CreateTable", table_request("Grows", provisioned=(5, 5)))
-    request = lambda n: ("PutItem", put("Grows", f"k{n % 50}"))  # noqa: E731
+    request = lambda n: ("PutItem", put("Grows", f"k{n % 50}"))
     drive(engine, clock, 2.0, 100, request)
-    call(engine, "UpdateTable", {"TableName": "Grows", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 50}})
+    call(
+        engine,
+        "UpdateTable",
+        {"TableName": "Grows", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 50}},
+    )
     served, _ = drive(engine, clock, 10.0, 100, request)
     assert abs(served - 500) <= 5
-    call(engine, "UpdateTable", {"TableName": "Grows", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 10}})
+    call(
+        engine,
+        "UpdateTable",
+        {"TableName": "Grows", "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 10}},
+    )
     drive(engine, clock, 1.0, 100, request)
     served, _ = drive(engine, clock, 10.0, 100, request)
     assert abs(served - 100) <= 2
@@ -114,7 +122,7 @@ def test_a_gsi_short_of_write_capacity_throttles_the_base_tables_writes(make_sto
 
 
 def test_a_gsi_short_of_reads_does_not_affect_the_table():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     call(engine, "CreateTable", gsi_table("Readers", gsi_writes=1000))
     call(engine, "PutItem", put("Readers", "k1", owner="ann"))
     query = {"TableName": "Readers", "IndexName": "byOwner", "KeyConditionExpression": "#o = :o",

@@ -61,7 +61,9 @@ def test_provisioned_throttle_as_botocore_parses_it(client, unique_table_name):
         "Message": "The level of configured provisioned throughput for the table was exceeded. Consider increasing "
         "your provisioning level with the UpdateTable API.",
     }
-    assert response["ThrottlingReasons"] == [{"reason": "TableWriteProvisionedThroughputExceeded", "resource": ARN + table}]
+    assert response["ThrottlingReasons"] == [
+        {"reason": "TableWriteProvisionedThroughputExceeded", "resource": ARN + table}
+    ]
     assert "Item" not in client.get_item(TableName=table, Key={"pk": {"S": "b"}}, ConsistentRead=True)
 
 
@@ -73,7 +75,9 @@ def test_on_demand_maximum_as_botocore_parses_it(client, unique_table_name):
     response = caught.value.response
     assert response["ResponseMetadata"]["HTTPStatusCode"] == 400
     assert response["Error"]["Code"] == "ThrottlingException"
-    assert response["Error"]["Message"] == "Throughput exceeds the maximum OnDemandThroughput configured on table or index"
+    assert (
+        response["Error"]["Message"] == "Throughput exceeds the maximum OnDemandThroughput configured on table or index"
+    )
     assert response["throttlingReasons"] == [
         {"reason": "TableWriteMaxOnDemandThroughputExceeded", "resource": ARN + table}
     ]

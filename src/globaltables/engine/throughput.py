@@ -56,7 +56,7 @@ class CapacitySettings:
 
 
 class Bucket:
-    __slots__ = ("rate", "depth", "level", "last")
+    __slots__ = ("depth", "last", "level", "rate")
 
     def __init__(self, rate: float, depth: float, level: float, now: float) -> None:
         self.rate, self.depth, self.level, self.last = rate, depth, level, now
@@ -81,7 +81,7 @@ class Bucket:
 class Peak:
     """The highest one-second consumption of one kind, counted once it is 30 minutes old."""
 
-    __slots__ = ("value", "second", "used", "pending")
+    __slots__ = ("pending", "second", "used", "value")
 
     def __init__(self, value: float) -> None:
         self.value = value
@@ -115,7 +115,7 @@ def _units(spec: dict | None, member: str) -> float:
 class Resource:
     """The buckets of a table or of one of its GSIs."""
 
-    def __init__(self, resource_type: str, arn: str, now: float) -> None:
+    def __init__(self, resource_type: str, arn: str) -> None:
         self.resource_type = resource_type  # "Table" or "Index"
         self.arn = arn
         self.count = 0
@@ -181,7 +181,7 @@ class Resource:
 class TableThroughput:
     """One table's resources: the table, each GSI, and the per-table on-demand quota."""
 
-    def __init__(self, table, now: float) -> None:
+    def __init__(self, table) -> None:
         self.table_id = table.table_id
         self.definition = None
         self.resources: dict[str | None, Resource] = {}
@@ -241,7 +241,9 @@ class ThroughputModel:
             limit = KEY_RANGE
         if limit is not None:
             operation = "Read" if kind == "read" else "Write"
-            return Throttle(resource.resource_type, operation, limit, resource.arn, state.resources[None].peaks is not None)
+            return Throttle(
+                resource.resource_type, operation, limit, resource.arn, state.resources[None].peaks is not None
+            )
         if cap is not None:
             cap.level -= units
         if quota is not None:
@@ -325,7 +327,7 @@ class ThroughputModel:
         table = self.engine.tables[name]
         state = self.tables.get(name)
         if state is None or state.table_id != table.table_id:  # a new table, or one deleted and made again
-            state = self.tables[name] = TableThroughput(table, now)
+            state = self.tables[name] = TableThroughput(table)
         if state.definition is not table:  # created, or changed by UpdateTable: the new rates apply from now
             self._configure(state, table, now)
         if now - state.sized_at >= SIZE_RECHECK_S:
@@ -342,7 +344,7 @@ class ThroughputModel:
             resource = state.resources.get(name)
             if resource is None:
                 arn = table.arn if name is None else table.index_arn(name)
-                resource = state.resources[name] = Resource("Table" if name is None else "Index", arn, now)
+                resource = state.resources[name] = Resource("Table" if name is None else "Index", arn)
             resource.configure(on_demand, spec, now)
         if not on_demand:
             state.quota = {}

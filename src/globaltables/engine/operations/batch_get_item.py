@@ -21,8 +21,8 @@ from __future__ import annotations
 from .. import capacity
 from ..errors import ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, legacy, parse_projection, project
-from ..validation import Bool, Field, List, Map, Str, Struct
 from ..storage.records import partition_hash
+from ..validation import Bool, Field, List, Map, Str, Struct
 from ..values import item_size, normalize_value
 from .batch_requests import check_request_items
 from .read_modify_write import RETURN_CONSUMED_CAPACITY

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import capacity
 from ..expressions import legacy, parse_projection, project
-from ..validation import Bool, Field, Map, Str, TableNameField, check_request
 from ..storage.records import partition_hash
+from ..validation import Bool, Field, Map, Str, TableNameField, check_request
 from ..values import item_size
 from .read_modify_write import RETURN_CONSUMED_CAPACITY, expression_context
 
