@@ -3,9 +3,16 @@ the per-table quota."""
 
 from __future__ import annotations
 
+import itertools
+
 from capacity_drive import ARN, drive, keys_in_partitions, modelled, put, sized_put, table_request
 from engine_calls import call, error_of
-from globaltables.engine.throttling import MAX_ON_DEMAND_MESSAGE, RequestLimitExceeded, ThrottlingException
+from globaltables.engine.throttling import (
+    INDEX_ON_DEMAND_MESSAGE,
+    MAX_ON_DEMAND_MESSAGE,
+    RequestLimitExceeded,
+    ThrottlingException,
+)
 from globaltables.engine.throughput import CapacitySettings
 
 
@@ -134,3 +141,28 @@ def test_update_table_sets_a_gsi_maximum():
     call(engine, "PutItem", put("GsiUpdate", "a", g="x"))
     error = error_of(engine, "PutItem", put("GsiUpdate", "b", g="x"))
     assert error.to_body()["throttlingReasons"][0]["reason"] == "IndexWriteMaxOnDemandThroughputExceeded"
+
+
+def test_a_hot_gsi_key_throttles_base_writes_with_the_index_key_range_reason():
+    engine, clock = modelled()
+    request = table_request(
+        "HotIndex",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "g", "AttributeType": "S"}],
+        GlobalSecondaryIndexes=[{
+            "IndexName": "byG", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }],
+    )  # fmt: skip
+    call(engine, "CreateTable", request)
+    # Every item has the same index key: the base table spreads them, the index holds them in one partition.
+    version = itertools.count()  # every write changes the item, so every write writes the index
+    write = lambda n: ("PutItem", put("HotIndex", f"k{n % 1000}", g="same", v=next(version)))
+    drive(engine, clock, 1.0, 3000, write)
+    served, refused = drive(engine, clock, 10.0, 1500, write)
+    assert abs(served - 10_000) <= 200  # the index partition's 1,000 a second
+    error = refused[0]
+    assert isinstance(error, ThrottlingException)
+    assert error.to_body()["message"] == INDEX_ON_DEMAND_MESSAGE
+    assert error.to_body()["throttlingReasons"] == [
+        {"reason": "IndexWriteKeyRangeThroughputExceeded", "resource": ARN + "HotIndex/index/byG"}
+    ]
