@@ -40,6 +40,7 @@ class RegionProcess:
         port: int = 0,
         extra_args: tuple[str, ...] = (),
         program: tuple[str, ...] = ("-m", "globaltables.cli.main"),
+        capacity: str = "unlimited",
     ):
         self.name = name
         self.port = port  # 0: any free port (the region reports the one it got)
@@ -47,6 +48,10 @@ class RegionProcess:
         self.data_dir = data_dir
         self.extra_args = extra_args
         self.program = program  # what python runs: the CLI, or a script that runs it (tests/fuzz/planted_region.py)
+        # Tests' regions never throttle unless a test asks for modelled capacity: loopback clients send requests
+        # far faster than a client of DynamoDB's (sequential 30 KB puts to one key would throttle), and a test that
+        # is not about capacity should not depend on the machine's speed (docs/capacity.md, decision 12).
+        self.capacity = capacity
         self.process: subprocess.Popen | None = None
         self.endpoint: str | None = None
         self.starts = 0
@@ -64,7 +69,7 @@ class RegionProcess:
         storage = ["--in-memory"] if self.data_dir is None else ["--data-dir", str(self.data_dir)]
         command = [
             sys.executable, *self.program, "region", "--name", self.name,
-            "--host", "127.0.0.1", "--port", str(self.port), *storage, "--ready-file", str(ready_file), *self.extra_args,
+            "--host", "127.0.0.1", "--port", str(self.port), *storage, "--ready-file", str(ready_file), "--capacity", self.capacity, *self.extra_args,
         ]  # fmt: skip
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))

@@ -116,6 +116,13 @@ def add_region_arguments(parser: argparse.ArgumentParser) -> None:
         help="verify every request's SigV4 signature against these access keys (YAML: key id -> secret, or "
         "key id -> {secret, regions}); default: the topology's credentials, else any well-formed signature",
     )
+    parser.add_argument(
+        "--capacity",
+        choices=["modelled", "unlimited"],
+        default="modelled",
+        help="modelled (default): tables throttle as DynamoDB's do (partitions, provisioned and on-demand limits); "
+        "unlimited: nothing is ever throttled (docs/capacity.md)",
+    )
     replication = parser.add_argument_group("region of a topology (global tables)")
     replication.add_argument(
         "--topology",
@@ -195,6 +202,7 @@ def run_region(args: argparse.Namespace) -> int:
         stream_retention_s=args.stream_retention,
         replication=replication,
         credentials=credentials,
+        capacity=args.capacity,
     )
     return run(config)
 

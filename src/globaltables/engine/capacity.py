@@ -10,6 +10,14 @@ Units
 - A write also writes every secondary index whose entry it creates, changes or removes: one write sized by the
   index entry, two when the index key changes (the old entry is deleted, the new one put).
 
+One accounting (a `Charge`)
+- Every request's units are computed once, as a `Charge`: the units of the table and of each secondary index, and
+  where they land (the partition hash of the table's or the global index's partition key). ReturnConsumedCapacity
+  reports `Charge.consumed`, and the throughput model (throughput.py) draws exactly those units from its buckets,
+  so what a client is told it consumed is what it was throttled by.
+- A failed conditional write consumes the size of the existing item, or 1 unit if there is none (docs/capacity.md,
+  decision 7); it writes no index.
+
 The response structure (`ConsumedCapacity`)
 - TOTAL: {"TableName": t, "CapacityUnits": total}; the total includes the indexes' units.
 - INDEXES: the same plus "Table": {"CapacityUnits": u} and, for each index touched, "GlobalSecondaryIndexes" /
@@ -21,8 +29,10 @@ The response structure (`ConsumedCapacity`)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from .indexes import index_key, project_item, projected_names
+from .storage.records import partition_hash
 from .values import item_size
 
 READ_UNIT_BYTES = 4096
@@ -99,29 +109,127 @@ def index_write_units(table, old: dict | None, new: dict | None) -> tuple[dict[s
     lsi: dict[str, float] = {}
     for indexes, out in ((table.gsis, gsi), (table.lsis, lsi)):
         for index in indexes:
-            units = _index_units(table, index, old, new)
+            units = sum(u for _pk, u in _index_parts(table, index, old, new))
             if units:
                 out[index.name] = units
     return gsi, lsi
 
 
-def _index_units(table, index, old: dict | None, new: dict | None) -> float:
+def _index_parts(table, index, old: dict | None, new: dict | None) -> list[tuple[bytes, float]]:
+    """(index partition key, units) of each entry a change of one item writes in an index: none, one, or two (the
+    old entry deleted and the new one put when the index key changes)."""
     old_key = index_key(index, old, strict=False)
     new_key = index_key(index, new, strict=False)
     if old_key is None and new_key is None:
-        return 0.0
+        return []
     names = projected_names(table, index)
     before = project_item(old, names) if old_key is not None else None
     after = project_item(new, names) if new_key is not None else None
     if before is None:
-        return write_units(item_size(after))
+        return [(new_key[0], write_units(item_size(after)))]
     if after is None:
-        return write_units(item_size(before))
+        return [(old_key[0], write_units(item_size(before)))]
     if old_key != new_key:
-        return write_units(item_size(before)) + write_units(item_size(after))
+        return [(old_key[0], write_units(item_size(before))), (new_key[0], write_units(item_size(after)))]
     if before == after:
-        return 0.0
-    return write_units(max(item_size(before), item_size(after)))
+        return []
+    return [(new_key[0], write_units(max(item_size(before), item_size(after))))]
+
+
+# ---------------------------------------------------------------------------------------------------- charges
+
+
+@dataclass(slots=True)
+class Charge:
+    """What one request consumed on one table, and where: the single source of ReturnConsumedCapacity and of the
+    units the throughput model draws.
+
+    `places` lists (global index name, or None for the table, partition hash, units): every unit of `units`,
+    `gsi` and `lsi` appears there exactly once; local index units land on the table's partition (an LSI shares
+    the table's partitions and capacity).
+    """
+
+    table: str
+    kind: str  # "read" or "write"
+    units: float = 0.0
+    gsi: dict[str, float] = field(default_factory=dict)
+    lsi: dict[str, float] = field(default_factory=dict)
+    transactional: bool = False
+    places: list[tuple[str | None, int, float]] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        total = self.units
+        if self.gsi:
+            total += sum(self.gsi.values())
+        if self.lsi:
+            total += sum(self.lsi.values())
+        return total
+
+    def consumed(self, mode: str | None) -> dict | None:
+        return consumed(
+            mode, self.table, self.units, self.kind, self.gsi or None, self.lsi or None, self.transactional
+        )
+
+    def add(self, other: Charge) -> None:
+        """Another charge of the same table and kind, summed into this one (a batch's items)."""
+        self.units += other.units
+        for mine, theirs in ((self.gsi, other.gsi), (self.lsi, other.lsi)):
+            for name, u in theirs.items():
+                mine[name] = mine.get(name, 0.0) + u
+        self.places.extend(other.places)
+
+
+def item_write_charge(
+    table, pk: bytes, old: dict | None, new: dict | None, size: int, transactional: bool = False
+) -> Charge:
+    """One item write (`size`: the new item's, 0 for a delete): the larger of the old and new item, plus each
+    secondary index the change writes; doubled in a transaction."""
+    factor = 2.0 if transactional else 1.0
+    units = write_units(max(size, 0 if old is None else item_size(old)), transactional)
+    h = partition_hash(pk)
+    charge = Charge(table.name, "write", units, transactional=transactional)
+    on_table = units
+    for index in table.lsis:
+        u = sum(part for _pk, part in _index_parts(table, index, old, new)) * factor
+        if u:
+            charge.lsi[index.name] = u
+            on_table += u
+    charge.places.append((None, h, on_table))
+    for index in table.gsis:
+        parts = _index_parts(table, index, old, new)
+        if parts:
+            charge.gsi[index.name] = sum(u for _pk, u in parts) * factor
+            charge.places.extend((index.name, partition_hash(ipk), u * factor) for ipk, u in parts)
+    return charge
+
+
+def failed_write_charge(table, pk: bytes, old: dict | None, transactional: bool = False) -> Charge:
+    """A conditional write whose condition failed: the existing item's size (the minimum without one)."""
+    units = write_units(0 if old is None else item_size(old), transactional)
+    return Charge(table.name, "write", units, transactional=transactional, places=[(None, partition_hash(pk), units)])
+
+
+def read_charge(
+    table_name: str,
+    h: int,
+    size: int,
+    consistent: bool,
+    transactional: bool = False,
+    index=None,
+    fetched: int | None = None,
+) -> Charge:
+    """A read of `size` bytes at partition hash `h`: of the table, or of `index` (a GSI on its own capacity, an LSI
+    on the table's, plus `fetched` bytes of table items an LSI read fetched)."""
+    units = read_units(size, consistent, transactional)
+    if index is None:
+        return Charge(table_name, "read", units, transactional=transactional, places=[(None, h, units)])
+    table_units = read_units(fetched, consistent) if fetched is not None else 0.0
+    if index.kind == "GSI":
+        places = [(index.name, h, units)]
+        return Charge(table_name, "read", table_units, gsi={index.name: units}, places=places)
+    places = [(None, h, table_units + units)]
+    return Charge(table_name, "read", table_units, lsi={index.name: units}, places=places)
 
 
 def add_up(structures: list[dict | None]) -> list[dict]:

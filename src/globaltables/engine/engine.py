@@ -40,6 +40,7 @@ from .storage.records import ItemWrite, TokenRecord
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
 from .table_arns import BATCH_OPERATIONS, is_arn
+from .throughput import UNLIMITED, CapacitySettings, ThroughputModel, model_for
 from .ttl import TtlSweeper
 
 Handler = Callable[["Engine", dict], "dict | Answer"]
@@ -70,6 +71,7 @@ class Engine:
         versions: VersionSource | None = None,
         tombstone_retention_s: float = DEFAULT_RETENTION_S,
         ids: IdSource | None = None,
+        capacity: str | CapacitySettings = UNLIMITED,
     ) -> None:
         self.store = store
         # New identifiers (TableId): injected, so a simulation draws them from its seed (runtime/ids.py).
@@ -99,6 +101,9 @@ class Engine:
         # periodically.
         self.change_log = ChangeLog(store, clock, self.tables, self.replica.trim_ceilings, stream_retention_s)
         self.ttl = TtlSweeper(store, clock, self.tables, self.faults, self.commit)
+        # Capacity and throughput (throughput.py, docs/capacity.md): "modelled" throttles as DynamoDB does;
+        # "unlimited" (None here) never throttles.
+        self.throughput: ThroughputModel | None = model_for(capacity, clock, self.tables, self._stored_sizes)
         self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
         self._install_commit_steps()
         if versions is not None:
@@ -170,12 +175,23 @@ class Engine:
         self.store.save_table(definition.name, definition.to_dict())
         self.tables[definition.name] = definition
         self.change_log.table_saved(definition)  # a stream enabled or disabled
+        if self.throughput is not None:
+            self.throughput.table_saved(definition)  # new rates apply from now
 
     def drop_table(self, name: str) -> None:
         self.indexes.table_dropped(self.tables[name])
         self.change_log.table_dropped(name)
         self.store.drop_table(name)
         del self.tables[name]
+        if self.throughput is not None:
+            self.throughput.forget(name)
+
+    def _stored_sizes(self, table: TableDefinition) -> dict[str | None, int]:
+        """Bytes stored for a table (key None) and each of its GSIs, which decide partition counts by size."""
+        sizes: dict[str | None, int] = {None: self.store.table_stats(table.name)[1]}
+        for index in table.gsis:
+            sizes[index.name] = self.indexes.stats(table, index)[1]
+        return sizes
 
     def table_arn(self, name: str) -> str:
         return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"

@@ -59,6 +59,11 @@ def validation_reason(message: str) -> dict:
     return {"Code": "ValidationError", "Message": message}
 
 
+def throttled_reasons(throttles: list) -> list[dict]:
+    """Cancellation reasons of a transaction some of whose actions were throttled (throttling.Throttle or None)."""
+    return [no_error() if t is None else t.cancellation_reason() for t in throttles]
+
+
 def check_distinct(items: list[tuple[str, bytes, bytes]]) -> None:
     """No two actions of a transaction may target one item (same table and primary key)."""
     if len(set(items)) != len(items):
@@ -113,6 +118,9 @@ class CapacityTally:
             if extra:
                 for name, u in extra.items():
                     into[name] = into.get(name, 0.0) + u
+
+    def add_charge(self, charge: capacity.Charge) -> None:
+        self.add(charge.table, charge.units, charge.gsi, charge.lsi)
 
     def consumed(self, mode: str, kind: str) -> list[dict]:
         """The ConsumedCapacity list (one structure per table); `kind` is "read" or "write"."""

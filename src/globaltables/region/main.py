@@ -60,6 +60,9 @@ class RegionConfig:
     # Access key id -> AccessKey (region/signing.py): every request's signature is verified. None: any well-formed
     # signature of this region and the current time is accepted.
     credentials: Mapping[str, AccessKey] | None = field(default=None, repr=False)
+    # "modelled": tables throttle as DynamoDB's do; "unlimited": never (engine/throughput.py, docs/capacity.md). An
+    # MRSC topology's regions never throttle (docs/capacity.md, decision 11).
+    capacity: str = "modelled"
 
 
 class DataDirInUse(OSError):
@@ -116,7 +119,13 @@ async def serve_store(config: RegionConfig) -> None:
     try:
         host = None
         if config.replication is None:
-            engine = Engine(store, SystemClock(), region=config.name, stream_retention_s=config.stream_retention_s)
+            engine = Engine(
+                store,
+                SystemClock(),
+                region=config.name,
+                stream_retention_s=config.stream_retention_s,
+                capacity=config.capacity,
+            )
             app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s, signing=signing_of(config, engine))
         else:
             engine, app, host = replicated_region(config, store)
@@ -179,6 +188,7 @@ def replicated_region(config: RegionConfig, store: SqliteStore) -> tuple[Engine,
         region=config.name,
         stream_retention_s=config.stream_retention_s,
         versions=versions_for(hlc, config.name),
+        capacity=config.capacity,
     )
     host = ReplicationHost(engine, settings, clock, hlc)
     host.prepare()

@@ -12,6 +12,8 @@ Rules
    ready to be sent again. UnprocessedKeys is {} when everything was read.
 4. Capacity: each key costs what a GetItem of it costs (by the whole item's size, before projection; a missing
    item costs the minimum); unprocessed keys cost nothing. ConsumedCapacity is a list, one entry per table.
+5. A key whose read is throttled (throughput.py) is returned in UnprocessedKeys; only when every key was
+   throttled does the request fail, with the first throttle's error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from .. import capacity
 from ..errors import ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, legacy, parse_projection, project
+from ..storage.records import partition_hash
 from ..validation import Bool, Field, List, Map, Str, Struct
 from ..values import item_size, normalize_value
 from .batch_requests import check_request_items
@@ -86,6 +89,8 @@ def handle(engine, request: dict) -> dict:
 
     mode = request.get("ReturnConsumedCapacity")
     want_capacity = capacity.wanted(mode)
+    throughput = engine.throughput
+    throttles = []  # keys left unprocessed for lack of throughput (throughput.py)
     get = engine.store.get
     responses: dict[str, list[dict]] = {}
     unprocessed: dict[str, dict] = {}
@@ -102,7 +107,7 @@ def handle(engine, request: dict) -> dict:
                 left.append(raw)
                 continue
             item = get(table.name, pk, sk)
-            whole = 0
+            whole = size = 0
             if item is not None:
                 whole = item_size(item)
                 returned = project(item, projection) if projection is not None else item
@@ -111,10 +116,18 @@ def handle(engine, request: dict) -> dict:
                     full = True
                     left.append(raw)
                     continue
+            if throughput is not None or want_capacity:
+                charge = capacity.read_charge(table.name, partition_hash(pk), whole, consistent)
+                if throughput is not None:
+                    throttle = throughput.try_charge(charge)
+                    if throttle is not None:
+                        throttles.append(throttle)
+                        left.append(raw)
+                        continue
+                units += charge.units
+            if item is not None:
                 response_bytes += size
                 found.append(returned)
-            if want_capacity:
-                units += capacity.read_units(whole, consistent)
         if left:
             unprocessed[table.name] = {
                 "Keys": left,
@@ -122,6 +135,8 @@ def handle(engine, request: dict) -> dict:
             }
         if want_capacity:
             consumed.append(capacity.consumed(mode, table.name, units, "read"))
+    if throttles and len(throttles) == sum(len(keys) for *_rest, keys in tables):
+        raise throttles[0].error()  # no item could be read for lack of throughput
     response: dict = {"Responses": responses, "UnprocessedKeys": unprocessed}
     if want_capacity:
         response["ConsumedCapacity"] = consumed

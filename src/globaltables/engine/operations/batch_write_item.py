@@ -8,8 +8,10 @@ Rules
 2. The writes commit through ONE `Engine.commit`, so the batch is atomic in the store. DynamoDB promises atomicity
    per item only; all-or-nothing is one of the outcomes it allows and the easiest to reason about. Commit hooks
    (index maintenance) can still refuse the batch (an index key of the wrong type): then nothing changes either.
-3. UnprocessedItems is {} unless a request hits an item held by an injected in-flight transaction (faults.py):
-   DynamoDB leaves such requests unprocessed rather than failing the batch, and the rest is applied.
+3. UnprocessedItems is {} unless a request hits an item held by an injected in-flight transaction (faults.py)
+   or is throttled (throughput.py): DynamoDB leaves such requests unprocessed rather than failing the batch, and
+   the rest is applied. Only when every request was throttled does the batch fail, with the first throttle's
+   error (ProvisionedThroughputExceededException, or ThrottlingException for other throttling).
 4. A put whose item lacks a key attribute, or has one of the wrong type, is "The provided key element does not
    match the schema" here (PutItem words it differently).
 """
@@ -21,7 +23,7 @@ from ..errors import ValidationException
 from ..schema import KEY_MISMATCH, validate_item_size
 from ..storage.records import ItemWrite
 from ..validation import Field, List, Map, Struct
-from ..values import item_size, normalize_item, normalize_value
+from ..values import normalize_item, normalize_value
 from .batch_requests import check_request_items
 from .read_modify_write import RETURN_CONSUMED_CAPACITY, RETURN_ITEM_COLLECTION_METRICS
 
@@ -101,6 +103,8 @@ def handle(engine, request: dict) -> dict:
     writes: list[ItemWrite] = []
     unprocessed: dict[str, list[dict]] = {}
     done = []  # (table, [(old, new, size, key, pk)])
+    throughput = engine.throughput
+    throttles = []  # requests left unprocessed for lack of throughput (throughput.py)
     for table, requests in planned:
         applied = []
         for pk, sk, item, key, size, original in requests:
@@ -108,10 +112,18 @@ def handle(engine, request: dict) -> dict:
                 unprocessed.setdefault(table.name, []).append(original)
                 continue
             old = get(table.name, pk, sk)
+            if throughput is not None:
+                throttle = throughput.try_charge(capacity.item_write_charge(table, pk, old, item, size))
+                if throttle is not None:
+                    throttles.append(throttle)
+                    unprocessed.setdefault(table.name, []).append(original)
+                    continue
             if item is not None or old is not None:
                 writes.append(ItemWrite(table.name, pk, sk, item, size, old))
             applied.append((old, item, size, key, pk))
         done.append((table, applied))
+    if throttles and len(throttles) == sum(len(requests) for _table, requests in planned):
+        raise throttles[0].error()  # nothing could be written for lack of throughput: the batch fails
     if writes:
         engine.commit(writes)
 
@@ -126,18 +138,11 @@ def handle(engine, request: dict) -> dict:
 
 
 def _capacity(mode: str, table, applied: list) -> dict:
-    units = 0.0
-    gsi: dict[str, float] = {}
-    lsi: dict[str, float] = {}
-    for old, new, size, _key, _pk in applied:
-        units += capacity.write_units(max(size, item_size(old) if old is not None else 0))
-        if table.gsis or table.lsis:
-            index_gsi, index_lsi = capacity.index_write_units(table, old, new)
-            for name, u in index_gsi.items():
-                gsi[name] = gsi.get(name, 0.0) + u
-            for name, u in index_lsi.items():
-                lsi[name] = lsi.get(name, 0.0) + u
-    return capacity.consumed(mode, table.name, units, "write", gsi or None, lsi or None)
+    """ConsumedCapacity of one table's applied requests: their item-write charges summed."""
+    total = capacity.Charge(table.name, "write")
+    for old, new, size, _key, pk in applied:
+        total.add(capacity.item_write_charge(table, pk, old, new, size))
+    return total.consumed(mode)
 
 
 def _collection_metrics(engine, done: list) -> dict:

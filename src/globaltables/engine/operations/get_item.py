@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import capacity
 from ..answer import Answer
 from ..expressions import legacy, parse_projection, project
+from ..storage.records import partition_hash
 from ..validation import Bool, Field, Map, Str, TableNameField, check_request
 from ..values import item_size
 from .read_modify_write import RETURN_CONSUMED_CAPACITY, expression_context
@@ -42,7 +43,11 @@ def handle(engine, request: dict) -> Answer:
     if item is not None:
         response["Item"] = project(item, paths) if paths is not None else item
     mode = request.get("ReturnConsumedCapacity")
-    if capacity.wanted(mode):
-        units = capacity.read_units(item_size(item) if item else 0, bool(request.get("ConsistentRead", False)))
-        response["ConsumedCapacity"] = capacity.consumed(mode, table.name, units, "read")
+    if capacity.wanted(mode) or engine.throughput is not None:
+        size = item_size(item) if item else 0
+        charge = capacity.read_charge(table.name, partition_hash(pk), size, bool(request.get("ConsistentRead", False)))
+        if engine.throughput is not None:
+            engine.throughput.charge(charge)  # throttled: the item is not returned
+        if capacity.wanted(mode):
+            response["ConsumedCapacity"] = charge.consumed(mode)
     return Answer(response, version)

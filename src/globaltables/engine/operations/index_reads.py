@@ -180,12 +180,7 @@ class IndexRead:
 
     # ------------------------------------------------------------------------------------------------- capacity
 
-    def consumed(self, mode: str | None, read_bytes: int, consistent: bool) -> dict | None:
+    def charge(self, read_bytes: int, consistent: bool, h: int) -> capacity.Charge:
         """Read capacity of a page: the index entries read, plus the table items an LSI read fetched."""
-        if mode not in ("TOTAL", "INDEXES"):
-            return None
-        index_units = {self.index.name: capacity.read_units(read_bytes, consistent)}
-        table_units = capacity.read_units(self.fetched_bytes, consistent) if self.fetch else 0.0
-        if self.index.kind == "GSI":
-            return capacity.consumed(mode, self.table.name, table_units, "read", index_units)
-        return capacity.consumed(mode, self.table.name, table_units, "read", None, index_units)
+        fetched = self.fetched_bytes if self.fetch else None
+        return capacity.read_charge(self.table.name, h, read_bytes, consistent, index=self.index, fetched=fetched)

@@ -101,14 +101,22 @@ def read_page(
     table_name: str,
     last_key: Callable[[StoredItem], dict],
     index: Any = None,
+    throughput: Any = None,
+    place: int | None = None,
 ) -> dict:
-    """One page of `rows`; `index` (an `index_reads.IndexRead`) when they are a secondary index's entries."""
+    """One page of `rows`; `index` (an `index_reads.IndexRead`) when they are a secondary index's entries.
+
+    `throughput` is the engine's model (None: unlimited); the page's charge lands on partition hash `place` (a
+    Query's partition key), or, for a Scan, where the page began (docs/capacity.md, decision 9)."""
     items: list[dict] = []
     scanned = 0
     read_bytes = 0
     last: StoredItem | None = None
+    first: StoredItem | None = None
     stopped = False
     for row in rows:
+        if first is None:
+            first = row
         scanned += 1
         read_bytes += row.size
         last = row
@@ -128,11 +136,17 @@ def read_page(
             response["Items"] = items
     if stopped and last is not None:
         response["LastEvaluatedKey"] = last_key(last)
+    if throughput is None and not capacity.wanted(plan.return_capacity):
+        return response
+    if place is None:
+        place = first.h if first is not None else 0
     if index is not None:
-        consumed = index.consumed(plan.return_capacity, read_bytes, plan.consistent)
+        charge = index.charge(read_bytes, plan.consistent, place)
     else:
-        units = capacity.read_units(read_bytes, plan.consistent)
-        consumed = capacity.consumed(plan.return_capacity, table_name, units, "read")
+        charge = capacity.read_charge(table_name, place, read_bytes, plan.consistent)
+    if throughput is not None:
+        throughput.charge(charge)  # throttled: the page is not returned
+    consumed = charge.consumed(plan.return_capacity)
     if consumed:
         response["ConsumedCapacity"] = consumed
     return response

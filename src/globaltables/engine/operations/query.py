@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..errors import ValidationException
 from ..expressions import condition_paths, legacy, parse_key_condition
+from ..storage.records import partition_hash
 from ..validation import Bool, Str, check_request
 from ..values import encode_key_tuple, encode_key_value, escape_key_bytes
 from .index_reads import index_for_read
@@ -123,7 +124,8 @@ def handle(engine, request: dict) -> dict:
     forward = request.get("ScanIndexForward", True)
     if index is not None:
         start = index.query_start(request.get("ExclusiveStartKey"), condition, pk, lower, upper)
-        return read_page(index.query(pk, lower, upper, forward, start), plan, table.name, index.last_key, index)
+        rows = index.query(pk, lower, upper, forward, start)
+        return read_page(rows, plan, table.name, index.last_key, index, engine.throughput, partition_hash(pk))
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
@@ -133,7 +135,9 @@ def handle(engine, request: dict) -> dict:
         check_query_start(condition.sort_op is not None, pk, lower, upper, start_pk, start_sk)
         start_after = start_sk
     rows = engine.store.query(table.name, pk, lower, upper, forward, start_after)
-    page = read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))
+    page = read_page(
+        rows, plan, table.name, lambda row: table.key.key_of(row.item), None, engine.throughput, partition_hash(pk)
+    )
     if table.key.range_name is None:
         page.pop("LastEvaluatedKey", None)  # the one item a hash-only Query can read leaves nothing to resume
     return page

@@ -23,7 +23,6 @@ from ..expressions.legacy import check_conditional_operator, check_fields, expec
 from ..schema import TableDefinition, validate_item_size
 from ..storage.records import ItemWrite
 from ..validation import Field, Map, Str, TableNameField, check_request
-from ..values import item_size
 
 # The legacy parameters DynamoDB refuses beside ConditionExpression, in the order its message lists them.
 LEGACY_WRITE_PARAMETERS = ("Expected", "ConditionalOperator")
@@ -126,9 +125,21 @@ def execute(engine, request: WriteRequest) -> Answer:
         old_version, had_tombstone = None, False
     else:
         old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
-    request.check_condition(old)
+    throughput = engine.throughput
+    if throughput is None:
+        request.check_condition(old)
+    else:
+        try:
+            request.check_condition(old)
+        except ConditionalCheckFailedException:  # a failed condition consumes too (unless throttled first)
+            throughput.charge(capacity.failed_write_charge(table, request.pk, old))
+            raise
     new = request.apply(old)
     size = validate_item_size(new, request.size_error) if new is not None else 0
+    charge = None
+    if throughput is not None:  # throttled: nothing written, nothing drawn (throughput.py)
+        charge = capacity.item_write_charge(table, request.pk, old, new, size)
+        throughput.charge(charge)
     if new is not None or old is not None:
         write = ItemWrite(
             table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone
@@ -139,7 +150,9 @@ def execute(engine, request: WriteRequest) -> Answer:
         version = old_version
     response = request.response(old, new)
     if capacity.wanted(request.return_capacity):
-        response["ConsumedCapacity"] = write_capacity(request.return_capacity, table, old, new, size)
+        if charge is None:
+            charge = capacity.item_write_charge(table, request.pk, old, new, size)
+        response["ConsumedCapacity"] = charge.consumed(request.return_capacity)
     if request.return_metrics == "SIZE" and table.lsis:  # only tables with LSIs have item collections to report
         response["ItemCollectionMetrics"] = engine.indexes.collection_metrics(table, request.key, request.pk)
     return Answer(response, version)
@@ -147,13 +160,7 @@ def execute(engine, request: WriteRequest) -> Answer:
 
 def write_capacity(mode: str, table: TableDefinition, old: dict | None, new: dict | None, size: int) -> dict:
     """ConsumedCapacity of one item write (`size`: the new item's, 0 for a delete), indexes included."""
-    units = capacity.write_units(max(size, _size_of(old)))
-    gsi, lsi = capacity.index_write_units(table, old, new) if (table.gsis or table.lsis) else (None, None)
-    return capacity.consumed(mode, table.name, units, "write", gsi, lsi)
-
-
-def _size_of(item: dict | None) -> int:
-    return 0 if item is None else item_size(item)
+    return capacity.item_write_charge(table, b"", old, new, size).consumed(mode)
 
 
 def parse_condition_expression(request: dict, ctx: ExpressionContext):

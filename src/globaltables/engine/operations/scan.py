@@ -53,7 +53,7 @@ def handle(engine, request: dict) -> dict:
     if index is not None:
         index.bind(plan, request)
         start = index.scan_start(request.get("ExclusiveStartKey"), hash_range, segment, total)
-        return read_page(index.scan(hash_range, start), plan, table.name, index.last_key, index)
+        return read_page(index.scan(hash_range, start), plan, table.name, index.last_key, index, engine.throughput)
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
@@ -65,4 +65,4 @@ def handle(engine, request: dict) -> dict:
             )
         start_after = (h, start_pk, start_sk)
     rows = engine.store.scan(table.name, hash_range, start_after)
-    return read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item))
+    return read_page(rows, plan, table.name, lambda row: table.key.key_of(row.item), None, engine.throughput)

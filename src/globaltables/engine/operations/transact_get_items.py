@@ -15,6 +15,7 @@ from .. import capacity, transactions
 from ..errors import TransactionCanceledException
 from ..expressions import parse_projection, project
 from ..schema import TableDefinition
+from ..storage.records import partition_hash
 from ..strong import refuse_if_strong
 from ..validation import AnyValue, List, Map, Str, Struct, TableNameField, check_request
 from ..values import item_size
@@ -75,17 +76,25 @@ def handle(engine, request: dict) -> dict:
     get = engine.store.get
     responses: list[dict] = []
     tally = transactions.CapacityTally()
+    charges = []
     read_bytes = 0
     for g in gets:
         item = get(g.table.name, g.pk, g.sk)
         size = item_size(item) if item is not None else 0
         read_bytes += size
-        tally.add(g.table.name, capacity.read_units(size, consistent=True, transactional=True))
+        charge = capacity.read_charge(g.table.name, partition_hash(g.pk), size, True, transactional=True)
+        charges.append(charge)
+        tally.add_charge(charge)
         if item is None:
             responses.append({})
         else:
             responses.append({"Item": project(item, g.paths) if g.paths is not None else item})
     transactions.check_total_size(read_bytes)
+    throughput = engine.throughput
+    if throughput is not None:  # one throttled read cancels them all (throughput.py)
+        throttles = throughput.charge_all(charges)
+        if throttles:
+            raise TransactionCanceledException(transactions.throttled_reasons(throttles))
 
     response: dict = {"Responses": responses}
     mode = request.get("ReturnConsumedCapacity")

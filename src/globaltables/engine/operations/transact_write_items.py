@@ -179,9 +179,19 @@ def handle(engine, request: dict) -> dict:
                 raise IdempotentParameterMismatchException(transactions.IDEMPOTENT_MISMATCH_MESSAGE)
             return replay_response(engine, actions, mode)
 
-    writes, reasons, failed, tally = evaluate(engine, actions, capacity.wanted(mode))
+    throughput = engine.throughput
+    writes, reasons, failed, charges = evaluate(engine, actions, capacity.wanted(mode) or throughput is not None)
     if failed:
         raise TransactionCanceledException(reasons)
+    if throughput is not None:  # all or nothing: one throttled action cancels the transaction (throughput.py)
+        throttles = throughput.charge_all(charges)
+        if throttles:
+            raise TransactionCanceledException(transactions.throttled_reasons(throttles))
+    tally = None
+    if capacity.wanted(mode):
+        tally = transactions.CapacityTally()
+        for charge in charges:
+            tally.add_charge(charge)
     record = transactions.token_record(engine, token, digest) if token is not None else None
     engine.commit(writes, record)
 
@@ -197,13 +207,14 @@ def handle(engine, request: dict) -> dict:
 
 def evaluate(
     engine, actions: list[WriteRequest], want_capacity: bool
-) -> tuple[list[ItemWrite], list[dict], bool, transactions.CapacityTally | None]:
-    """Every action against its current item: (writes, cancellation reasons, any failure?, capacity consumed)."""
+) -> tuple[list[ItemWrite], list[dict], bool, list[capacity.Charge]]:
+    """Every action against its current item: (writes, cancellation reasons, any failure?, each action's capacity
+    charge when `want_capacity`)."""
     faults = engine.faults
     get = engine.store.get
     writes: list[ItemWrite] = []
     reasons: list[dict] = []
-    tally = transactions.CapacityTally() if want_capacity else None
+    charges: list[capacity.Charge] = []
     failed = False
     for action in actions:
         table = action.table.name
@@ -230,18 +241,12 @@ def evaluate(
         writing = not isinstance(action, ConditionCheckRequest)
         if writing and (new is not None or old is not None):
             writes.append(ItemWrite(table, action.pk, action.sk, new, size, old))
-        # An action weighs its larger version, for capacity.
-        weight = max(size, item_size(old) if old is not None else 0)
-        if tally is not None:
-            # Every action, condition checks included, is billed as a transactional write; the secondary indexes a
-            # write changes cost double too.
-            gsi = lsi = None
-            if writing and (action.table.gsis or action.table.lsis):
-                gsi, lsi = capacity.index_write_units(action.table, old, new)
-                gsi = {name: u * 2 for name, u in gsi.items()}
-                lsi = {name: u * 2 for name, u in lsi.items()}
-            tally.add(table, capacity.write_units(weight, transactional=True), gsi, lsi)
-    return writes, reasons, failed, tally
+        if want_capacity:
+            # Every action, condition checks included (their "new" item is the old one: no index changes), is
+            # billed as a transactional write of its larger version; the secondary indexes a write changes cost
+            # double too.
+            charges.append(capacity.item_write_charge(action.table, action.pk, old, new, size, transactional=True))
+    return writes, reasons, failed, charges
 
 
 def replay_response(engine, actions: list[WriteRequest], mode: str) -> dict:

@@ -1,0 +1,384 @@
+"""The throughput model: which requests a region serves and which it throttles (docs/capacity.md).
+
+Every data-plane request computes one `capacity.Charge` (what ReturnConsumedCapacity reports) and hands it to
+`ThroughputModel.charge` before it changes anything; a refused charge raises the `throttling.Throttle`'s error and
+the request has no effect (no write, no stream record, nothing drawn). `Engine(capacity="unlimited")` has no model
+(`engine.throughput is None`): nothing is ever throttled.
+
+Buckets (token buckets on the engine's monotonic clock, refilled continuously, never above their depth):
+- Partitions. Each partition of the table and of each global secondary index has one bucket counted in
+  partition-seconds: a read of r units draws r/3000, a write of w units w/1000, refill 1 per second, depth 1 (one
+  second of a partition's throughput). One bucket for both, so reads and writes share a partition as the linear
+  combination r/3000 + w/1000 <= 1. Exceeded: KeyRangeThroughputExceeded. A key lives in one partition, so one key
+  never gets more than 1,000 WCU / 3,000 RCU a second.
+- Provisioned mode: per table and per GSI, a read and a write bucket filling at the provisioned rate, depth 300
+  seconds of it (burst capacity), starting with one second. Any partition may draw from them, up to its own
+  partition bucket: that is adaptive capacity, instant and never above the partition limit. Exceeded:
+  ProvisionedThroughputExceeded.
+- On demand: no table bucket; the partitions are the limit, and there are enough of them to serve twice the
+  previous peak (partitions.py). A one-second consumption counts as the previous peak 30 minutes after it
+  happened. `OnDemandThroughput` maxima are buckets at that rate, depth one second (MaxOnDemandThroughputExceeded);
+  the per-table quota (40,000 read and 40,000 write units a second, table and GSIs together) is one more
+  (AccountLimitExceeded).
+
+Admission: a request is served when every bucket it draws from holds what it would draw there, and then draws it.
+A draw larger than a bucket's depth (a 400 KB write on one partition, a 4 MB transaction) needs a full bucket and
+leaves it in debt, repaid by the refill before anything else is served; so every request can succeed eventually,
+while the rate over any interval stays within the bucket's rate plus its depth. Each item of a batch or
+transaction is checked on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import partitions
+from .capacity import Charge
+from .throttling import ACCOUNT_LIMIT, KEY_RANGE, MAX_ON_DEMAND, PROVISIONED, Throttle
+
+UNLIMITED = "unlimited"
+MODELLED = "modelled"
+CAPACITY_OPTIONS = (MODELLED, UNLIMITED)
+
+BURST_S = 300.0  # unused provisioned capacity is kept for up to 5 minutes
+PEAK_MATURITY_S = 1800.0  # "throttling can occur if you exceed double your previous peak within 30 minutes"
+NEW_TABLE_PEAK = {"read": 6000.0, "write": 2000.0}  # a new on-demand table serves twice that at once
+SIZE_RECHECK_S = 60.0  # how often the 10 GB rule looks at the stored size again (a count of the rows)
+
+
+@dataclass(frozen=True)
+class CapacitySettings:
+    """The adjustable quotas (DescribeLimits' table maxima): per table, read and write units per second."""
+
+    table_max_read_units: float = 40000.0
+    table_max_write_units: float = 40000.0
+
+
+class Bucket:
+    __slots__ = ("depth", "last", "level", "rate")
+
+    def __init__(self, rate: float, depth: float, level: float, now: float) -> None:
+        self.rate, self.depth, self.level, self.last = rate, depth, level, now
+
+    def refill(self, now: float) -> None:
+        if now > self.last:
+            self.level = min(self.depth, self.level + (now - self.last) * self.rate)
+            self.last = now
+
+    def admits(self, cost: float, now: float) -> bool:
+        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt)."""
+        self.refill(now)
+        return self.level >= min(cost, self.depth)
+
+    def retune(self, rate: float, depth: float, now: float) -> None:
+        """A new rate from now on (UpdateTable): what accrued so far stays, up to the new depth."""
+        self.refill(now)
+        self.rate, self.depth = rate, depth
+        self.level = min(self.level, depth)
+
+
+class Peak:
+    """The highest one-second consumption of one kind, counted once it is 30 minutes old."""
+
+    __slots__ = ("pending", "second", "used", "value")
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        self.second: int | None = None
+        self.used = 0.0
+        self.pending: list[tuple[float, float]] = []  # (when it happened, consumption), consumption increasing
+
+    def record(self, now: float, units: float, sustained: float) -> bool:
+        """Count `units` consumed at `now`; whether the previous peak rose. A second's consumption counts up to
+        `sustained`, what the partitions serve in a second: the second of throughput full buckets start with
+        is not a peak."""
+        second = math.floor(now)
+        if second != self.second:
+            used = min(self.used, sustained)
+            if self.second is not None and used > max(self.value, self.pending[-1][1] if self.pending else 0):
+                self.pending.append((self.second + 1.0, used))
+            self.second, self.used = second, 0.0
+        self.used += units
+        rose = False
+        while self.pending and self.pending[0][0] <= now - PEAK_MATURITY_S:
+            self.value = max(self.value, self.pending.pop(0)[1])
+            rose = True
+        return rose
+
+
+def _units(spec: dict | None, member: str) -> float:
+    value = (spec or {}).get(member)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else 0.0
+
+
+class Resource:
+    """The buckets of a table or of one of its GSIs."""
+
+    def __init__(self, resource_type: str, arn: str) -> None:
+        self.resource_type = resource_type  # "Table" or "Index"
+        self.arn = arn
+        self.count = 0
+        self.parts: list[Bucket] = []
+        self.provisioned: dict[str, Bucket] = {}  # kind -> bucket, provisioned mode only
+        self.caps: dict[str, Bucket] = {}  # kind -> OnDemandThroughput maximum, on demand only
+        self.peaks: dict[str, Peak] | None = None  # on demand only
+        self.warm = 0  # partitions the WarmThroughput asks for
+        self.highest = {"read": 0.0, "write": 0.0}  # the highest rates ever provisioned
+        self.size = 0
+
+    def configure(self, on_demand: bool, spec, now: float) -> None:
+        """Rates from the definition (`spec`: the TableDefinition or IndexDefinition), kept buckets retuned."""
+        if on_demand:
+            if self.peaks is None:
+                # A table switched from provisioned keeps what it had: its highest provisioned rate or the new-table
+                # peak, whichever is higher.
+                self.peaks = {kind: Peak(max(NEW_TABLE_PEAK[kind], self.highest[kind])) for kind in ("read", "write")}
+            self.provisioned = {}
+            for kind, member in (("read", "MaxReadRequestUnits"), ("write", "MaxWriteRequestUnits")):
+                rate = _units(spec.on_demand, member)
+                self._tune(self.caps, kind, rate, rate, now)
+        else:
+            self.peaks = None
+            self.caps = {}
+            for kind, member in (("read", "ReadCapacityUnits"), ("write", "WriteCapacityUnits")):
+                rate = _units(spec.provisioned, member)
+                self.highest[kind] = max(self.highest[kind], rate)
+                self._tune(self.provisioned, kind, rate, rate * BURST_S, now)
+        warm = spec.warm_throughput or {}
+        self.warm = max(
+            math.ceil(_units(warm, "ReadUnitsPerSecond") / partitions.PARTITION_READ_UNITS),
+            math.ceil(_units(warm, "WriteUnitsPerSecond") / partitions.PARTITION_WRITE_UNITS),
+        )
+        self.resize(now)
+
+    @staticmethod
+    def _tune(buckets: dict[str, Bucket], kind: str, rate: float, depth: float, now: float) -> None:
+        if rate <= 0:
+            buckets.pop(kind, None)
+        elif kind in buckets:
+            buckets[kind].retune(rate, depth, now)
+        else:
+            buckets[kind] = Bucket(rate, depth, rate, now)  # one second to start with; burst accrues unused
+
+    def resize(self, now: float) -> None:
+        """Split to the partition count the rates, the peaks, the warm throughput and the size ask for."""
+        if self.peaks is not None:
+            wanted = partitions.on_demand_count(self.peaks["read"].value, self.peaks["write"].value, self.size)
+        else:
+            read = self.provisioned.get("read")
+            write = self.provisioned.get("write")
+            wanted = partitions.provisioned_count(read.rate if read else 0, write.rate if write else 0, self.size)
+        wanted = max(wanted, self.warm)
+        if wanted > self.count:  # split, never merged
+            self.count = wanted
+            self.parts = [Bucket(1.0, 1.0, 1.0, now) for _ in range(wanted)]
+
+    def partition(self, h: int) -> Bucket:
+        return self.parts[partitions.partition_of(h, self.count)]
+
+
+class TableThroughput:
+    """One table's resources: the table, each GSI, and the per-table on-demand quota."""
+
+    def __init__(self, table) -> None:
+        self.table_id = table.table_id
+        self.definition = None
+        self.resources: dict[str | None, Resource] = {}
+        self.quota: dict[str, Bucket] = {}
+        self.sized_at = -math.inf
+
+
+class ThroughputModel:
+    """One engine's buckets. Its dependencies are narrow: the clock, the table registry (name -> definition) and
+    `sizes(table)`, the stored bytes of the table (key None) and of each of its GSIs (key: index name)."""
+
+    def __init__(self, clock, tables, sizes, settings: CapacitySettings | None = None) -> None:
+        self.clock = clock
+        self.tables_by_name = tables
+        self.sizes = sizes
+        self.settings = settings or CapacitySettings()
+        self.tables: dict[str, TableThroughput] = {}
+
+    # ------------------------------------------------------------------------------------------------- admission
+
+    def charge(self, charge: Charge) -> None:
+        """Serve `charge` (draw it) or raise the throttling error of the first limit it hits."""
+        throttle = self.try_charge(charge)
+        if throttle is not None:
+            raise throttle.error()
+
+    def try_charge(self, charge: Charge) -> Throttle | None:
+        """Draw `charge` and return None, or draw nothing and return why not."""
+        if len(charge.places) == 1:
+            return self._try_one_place(charge)
+        state, now, draws = self._draws(charge)
+        throttle = self._refused(state, charge, draws, now)
+        if throttle is None:
+            self._draw(state, charge, draws, now)
+        return throttle
+
+    def _try_one_place(self, charge: Charge) -> Throttle | None:
+        """`try_charge` of a charge on one partition of one resource (most requests), without the lists: the same
+        limits in the same order as `_draws`."""
+        now = self.clock.monotonic()
+        state = self._state(charge.table, now)
+        kind = charge.kind
+        name, h, units = charge.places[0]
+        resource = state.resources.get(name)
+        if resource is None:
+            return None
+        cap = resource.caps.get(kind)
+        quota = state.quota.get(kind)
+        provisioned = resource.provisioned.get(kind)
+        part = resource.partition(h)
+        share = partitions.share(kind, units)
+        total = charge.total if quota is not None else 0.0
+        limit = None
+        if cap is not None and not cap.admits(units, now):
+            limit = MAX_ON_DEMAND
+        elif quota is not None and not quota.admits(total, now):
+            limit, resource = ACCOUNT_LIMIT, state.resources[None]
+        elif provisioned is not None and not provisioned.admits(units, now):
+            limit = PROVISIONED
+        elif not part.admits(share, now):
+            limit = KEY_RANGE
+        if limit is not None:
+            operation = "Read" if kind == "read" else "Write"
+            return Throttle(
+                resource.resource_type, operation, limit, resource.arn, state.resources[None].peaks is not None
+            )
+        if cap is not None:
+            cap.level -= units
+        if quota is not None:
+            quota.level -= total
+        if provisioned is not None:
+            provisioned.level -= units
+        part.level -= share
+        peaks = resource.peaks
+        if peaks is not None and peaks[kind].record(now, units, resource.count / partitions.share(kind, 1.0)):
+            resource.resize(now)
+        return None
+
+    def charge_all(self, charges: list[Charge]) -> list[Throttle | None] | None:
+        """All or nothing (a transaction): draw every charge and return None, or draw nothing and return, per
+        charge, its throttle or None."""
+        planned = [(charge, *self._draws(charge)) for charge in charges]
+        throttles = [self._refused(state, charge, draws, now) for charge, state, now, draws in planned]
+        if any(throttles):
+            return throttles
+        for charge, state, now, draws in planned:
+            self._draw(state, charge, draws, now)
+        return None
+
+    def check(self, charge: Charge) -> Throttle | None:
+        """The first limit `charge` would hit, or None; draws nothing."""
+        state, now, draws = self._draws(charge)
+        return self._refused(state, charge, draws, now)
+
+    def _draws(self, charge: Charge) -> tuple[TableThroughput, float, list[tuple[Bucket, float, Resource, str]]]:
+        """(bucket, what it would draw, its resource, the limit it stands for) for every bucket `charge` draws
+        from, in the order limits are tried: maxima the user set (quick throttles), the table's quota, provisioned
+        capacity, partitions; within each, the table before its indexes."""
+        now = self.clock.monotonic()
+        state = self._state(charge.table, now)
+        kind = charge.kind
+        resources = state.resources
+        first: list[tuple[Bucket, float, Resource, str]] = []
+        provisioned: list[tuple[Bucket, float, Resource, str]] = []
+        parts: list[tuple[Bucket, float, Resource, str]] = []
+        for name, h, units in charge.places:
+            resource = resources.get(name)
+            if resource is None:  # an index dropped since the charge was made
+                continue
+            bucket = resource.caps.get(kind)
+            if bucket is not None:
+                first.append((bucket, units, resource, MAX_ON_DEMAND))
+            bucket = resource.provisioned.get(kind)
+            if bucket is not None:
+                provisioned.append((bucket, units, resource, PROVISIONED))
+            parts.append((resource.partition(h), partitions.share(kind, units), resource, KEY_RANGE))
+        quota = state.quota.get(kind)
+        if quota is not None:
+            first.append((quota, charge.total, resources[None], ACCOUNT_LIMIT))
+        return state, now, first + provisioned + parts
+
+    def _refused(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> Throttle | None:
+        for bucket, cost, resource, limit in draws:
+            if not bucket.admits(cost, now):
+                operation = "Read" if charge.kind == "read" else "Write"
+                on_demand = state.resources[None].peaks is not None
+                return Throttle(resource.resource_type, operation, limit, resource.arn, on_demand)
+        return None
+
+    def _draw(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> None:
+        for bucket, cost, _resource, _limit in draws:
+            bucket.refill(now)
+            bucket.level -= cost
+        if state.resources[None].peaks is None:
+            return
+        kind = charge.kind
+        for name, _h, units in charge.places:  # on demand: a new peak splits partitions, 30 minutes on
+            resource = state.resources.get(name)
+            if resource is not None and resource.peaks is not None:
+                sustained = resource.count / partitions.share(kind, 1.0)
+                if resource.peaks[kind].record(now, units, sustained):
+                    resource.resize(now)
+
+    # ------------------------------------------------------------------------------------------------- the tables
+
+    def _state(self, name: str, now: float) -> TableThroughput:
+        table = self.tables_by_name[name]
+        state = self.tables.get(name)
+        if state is None or state.table_id != table.table_id:  # a new table, or one deleted and made again
+            state = self.tables[name] = TableThroughput(table)
+        if state.definition is not table:  # created, or changed by UpdateTable: the new rates apply from now
+            self._configure(state, table, now)
+        if now - state.sized_at >= SIZE_RECHECK_S:
+            self._resize_by_size(state, table, now)
+        return state
+
+    def _configure(self, state: TableThroughput, table, now: float) -> None:
+        state.definition = table
+        on_demand = table.billing_mode == "PAY_PER_REQUEST"
+        wanted: dict[str | None, object] = {None: table, **{index.name: index for index in table.gsis}}
+        for name in [n for n in state.resources if n not in wanted]:
+            del state.resources[name]
+        for name, spec in wanted.items():
+            resource = state.resources.get(name)
+            if resource is None:
+                arn = table.arn if name is None else table.index_arn(name)
+                resource = state.resources[name] = Resource("Table" if name is None else "Index", arn)
+            resource.configure(on_demand, spec, now)
+        if not on_demand:
+            state.quota = {}
+        elif not state.quota:
+            limits = {"read": self.settings.table_max_read_units, "write": self.settings.table_max_write_units}
+            state.quota = {kind: Bucket(rate, rate, rate, now) for kind, rate in limits.items()}
+
+    def _resize_by_size(self, state: TableThroughput, table, now: float) -> None:
+        state.sized_at = now
+        sizes = self.sizes(table)
+        for name, resource in state.resources.items():
+            resource.size = sizes.get(name, 0)
+            resource.resize(now)
+
+    def table_saved(self, table) -> None:
+        """A table created or changed (Engine.save_table): its buckets start, or take the new rates, now."""
+        if table.status != "DELETING":
+            self._state(table.name, self.clock.monotonic())
+
+    def forget(self, name: str) -> None:
+        self.tables.pop(name, None)
+
+
+def model_for(capacity, clock, tables, sizes) -> ThroughputModel | None:
+    """The engine's model for its `capacity` option: "modelled" (DynamoDB's limits), "unlimited" (no model), or
+    CapacitySettings (modelled, with other quotas)."""
+    if isinstance(capacity, CapacitySettings):
+        return ThroughputModel(clock, tables, sizes, capacity)
+    if capacity == MODELLED:
+        return ThroughputModel(clock, tables, sizes)
+    if capacity == UNLIMITED:
+        return None
+    raise ValueError(f"capacity must be one of {', '.join(CAPACITY_OPTIONS)}, not {capacity!r}")
