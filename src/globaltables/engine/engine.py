@@ -9,8 +9,9 @@ response, for the many callers (control plane, set-up, tests) that need no versi
 Every change to items goes through `Engine.commit`, the commit pipeline, whose steps run in this order:
 1. stamp: local writes get their versions (a global table's, replica.py); writes that take no effect are dropped;
 2. in one store transaction, atomically: the item rows, then index maintenance (indexes.py), then the change log
-   (change_log.py), then any commit hook another component installed on the store later (strong mode's state,
-   engine/strong.py); a step that raises rolls the whole batch back;
+   (change_log.py), then the side records the caller gave (`commit(side=...)`: a protocol's durable state that must
+   change with the items, such as strong mode's, replication/mrsc/store.py); a step that raises rolls the whole
+   batch back;
 3. after the transaction committed: the after-commit listeners, in registration order, each given the
    `CommitResult` (commit.py); the replication core's host is one (replication/hosted.py).
 The order of step 2's engine hooks is installed in one place, `Engine.__init__` (`_install_commit_steps`).
@@ -104,6 +105,7 @@ class Engine:
         # Capacity and throughput (throughput.py, docs/capacity.md): "modelled" throttles as DynamoDB does;
         # "unlimited" (None here) never throttles.
         self.throughput: ThroughputModel | None = model_for(capacity, clock, self.tables, self._stored_sizes)
+        self._side: list | None = None  # the side records of the commit in progress (step 2)
         self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
         self._install_commit_steps()
         if versions is not None:
@@ -235,7 +237,12 @@ class Engine:
         rows, in this order. Index maintenance comes first: an index may refuse a write (a key attribute of the wrong
         type), rolling the batch back, and the change log, which advances its sequence numbers and lane ends in
         memory as it appends, must only ever see a batch the indexes accepted."""
-        self.store.commit_hooks.extend((self.indexes.on_commit, self.change_log.on_commit))
+        self.store.commit_hooks.extend((self.indexes.on_commit, self.change_log.on_commit, self._stage_side))
+
+    def _stage_side(self, tx: Any, _writes: list[ItemWrite]) -> None:
+        if self._side:
+            side, self._side = self._side, None
+            self.store.side_stage(tx, side)
 
     def add_commit_listener(self, listener: CommitListener) -> None:
         """Tell `listener` of every commit of item writes, after its transaction committed (step 3)."""
@@ -249,6 +256,7 @@ class Engine:
         writes: list[ItemWrite],
         token: TokenRecord | None = None,
         positions: list[tuple[str, str, str, int, int]] | None = None,
+        side: list | None = None,
     ) -> CommitResult:
         """Apply item writes atomically and durably through the commit pipeline (module docstring). The only way
         items change.
@@ -256,11 +264,16 @@ class Engine:
         With a version source, local writes are stamped first (replica.py); a write that loses under the wall
         clock, or leaves a global table's item unchanged, is dropped from the batch (its `version` still says what
         it was given). `token` is a TransactWriteItems idempotency record and `positions` replication positions,
-        both committed in the same store transaction as the writes. Returns the writes committed.
+        both committed in the same store transaction as the writes, as are `side` records (storage/records.py
+        `SideChange`). Returns the writes committed.
         """
         if self.versions is not None and writes:
             writes = self.replica.stamp_local_writes(writes)  # 1. stamp
-        self.store.write(writes, token, positions)  # 2. items, indexes, change log: one transaction
+        self._side = side or None
+        try:
+            self.store.write(writes, token, positions)  # 2. items, indexes, change log, side records: one transaction
+        finally:
+            self._side = None
         if not writes:
             return NOTHING
         result = CommitResult(writes)

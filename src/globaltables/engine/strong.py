@@ -47,12 +47,10 @@ def make_strong(engine: Engine, name: str, replicas: list[str], witness: str | N
 
 
 class ImageCommits:
-    """Applies committed images to one engine's items (rule 1). One per engine: it owns a commit hook of its store."""
+    """Applies committed images to one engine's items (rule 1), with the caller's side records in the same commit."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._side: list[SideChange] = []
-        engine.store.commit_hooks.append(self._stage)
 
     def commit(
         self, table: str, key: dict, image: dict | None, old: dict | None, version: str, origin: str,
@@ -66,13 +64,4 @@ class ImageCommits:
             version=version, origin=origin, old_version=None,
             tombstone=image is None, had_tombstone=True, deleted_at=engine.clock.wall_time(),
         )  # fmt: skip
-        self._side = side  # staged by the commit hook inside the write transaction
-        try:
-            engine.commit([write])
-        finally:
-            self._side = []
-
-    def _stage(self, tx: Any, _writes: list[ItemWrite]) -> None:
-        if self._side:
-            side, self._side = self._side, []
-            self.engine.store.side_stage(tx, side)
+        engine.commit([write], side=side)
