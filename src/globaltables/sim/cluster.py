@@ -230,13 +230,14 @@ class SimCluster:
         for name in names:
             offset = plans[name].clock_offset_ms / 1000 if plans is not None else 0.0
             self.regions[name] = SimRegion(self, name, offset)
-        if tables is None:
-            tables = (
-                [spec.request() for spec in first.tables] if first is not None and first.tables else [DEFAULT_TABLE]
-            )
         self.table_names: list[str] = []
-        for request in tables:
-            self.create_global_table(dict(request))
+        if tables is None and first is not None and first.tables:
+            # Each region runs its own CreateTable request: the table's, with its replica's read settings.
+            for spec in first.tables:
+                self.create_global_table(spec.request(), {name: spec.request_for(name) for name in names})
+        else:
+            for request in tables if tables is not None else [DEFAULT_TABLE]:
+                self.create_global_table(dict(request))
         self._process = 0
 
     def _wrapped_factory(
@@ -248,10 +249,11 @@ class SimCluster:
 
     # ----------------------------------------------------------------------------------------------- set-up
 
-    def create_global_table(self, request: dict) -> None:
+    def create_global_table(self, request: dict, per_region: dict[str, dict] | None = None) -> None:
+        """`request` made a global table in every region (`per_region[name]`: that region's own request)."""
         name = request["TableName"]
         for region in self.regions.values():
-            region.engine.handle("CreateTable", {**request})
+            region.engine.handle("CreateTable", {**(per_region or {}).get(region.name, request)})
             region.engine.replica.make_global(name, list(self.region_names), self.config.lanes)
         self.table_names.append(name)
 
