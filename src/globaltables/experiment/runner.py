@@ -679,7 +679,11 @@ def _results(run: RunContext, final: FinalReads, checks: list[CheckResult], lost
         "quiesced": run.waited is not None,
         "faults": [op.to_dict() for op in history.faults()],
         "measure_from_mono": measure_from,
-        "timeline": results_module.timeline(samples, measure_from),
+        "timeline": results_module.timeline(samples, measure_from, throttles=load.throttles),
+        "throttles": results_module.throttle_table(
+            load.throttles, load.retries, samples,
+            sum(status.get("received", {}).get("deferred", 0) for status in final.statuses.values()), measure_from,
+        ),  # fmt: skip
         "lag_timeline": [
             {
                 "link": f"{s.source}->{s.target}",
