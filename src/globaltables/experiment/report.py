@@ -241,6 +241,13 @@ def throttle_lines(results: dict[str, Any]) -> list[str]:
         "replication Ships deferred for lack of write capacity at the receiver (back-pressure: applied later, "
         "never dropped)."
     )
+    accepted = ", ".join(
+        f"{region} {rate['ok_per_s']:g}/s of {rate['target_per_s']:g}/s"
+        for region, rate in results["throughput"].items()
+        if "ok_per_s" in rate
+    )
+    if accepted:
+        lines += ["", f"Accepted (answered ok): {accepted}."]
     if throttles["by_reason"]:
         regions = list(throttles["by_region"])
         lines += ["", "| reason | all | " + " | ".join(regions) + " |", "| --- | ---: |" + " ---: |" * len(regions)]
