@@ -87,3 +87,38 @@ def test_unlimited_capacity_defers_nothing():
             cluster.at(1.0 + i / 120.0, cluster.put, region, TABLE, {"pk": {"S": f"{region}-{i}"}})
     cluster.run_until_quiescent()
     assert all(node["received"]["deferred"] == 0 for node in cluster.status().values())
+
+
+def test_replicated_gsi_updates_draw_on_the_gsi_capacity_of_the_receiving_region():
+    """GSI updates on a replica are ordinary writes of the GSI (facts §1): with the table's capacity ample and the
+    GSI's covering each region's own writes only, replication is deferred by the GSI, and drains once it is raised."""
+    request = table(1000)
+    request["AttributeDefinitions"].append({"AttributeName": "status", "AttributeType": "S"})
+    request["GlobalSecondaryIndexes"] = [{
+        "IndexName": "byStatus", "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 80},
+    }]  # fmt: skip
+    cluster = SimCluster(list(REGIONS), 11, tables=[request], capacity="modelled", journal=False)
+    for offset, region in enumerate(REGIONS):
+        for i in range(int(20 * RATE)):
+            item = {"pk": {"S": f"{region}-{i}"}, "status": {"S": f"s{i % 50}"}, "value": {"S": f"{region}:{i}"}}
+            cluster.at(1.0 + i / RATE + offset * 0.003, cluster.put, region, TABLE, item)
+
+    def raise_gsi() -> None:
+        update = {"Update": {"IndexName": "byStatus",
+                             "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 400}}}  # fmt: skip
+        for region in REGIONS:
+            cluster.engine(region).handle("UpdateTable", {"TableName": TABLE, "GlobalSecondaryIndexUpdates": [update]})
+
+    cluster.at(15.0, raise_gsi)
+    cluster.run_until(14.9)
+    behind = pending(cluster)
+    assert behind > 100 and all(node["received"]["deferred"] > 0 for node in cluster.status().values())
+    cluster.run_until_quiescent()
+    pairs = cluster.history.pairs()
+    assert all(done is not None and done.type == "ok" for _, done in pairs)  # the regions' own writes were served
+    final = cluster.final_states()
+    assert check_convergence(final, history=cluster.history).passed
+    assert all(len(final[region][TABLE]) == len(pairs) for region in REGIONS)
+    assert pending(cluster) == 0

@@ -31,7 +31,18 @@ from typing import Any
 
 from ..runtime.link import DISTRIBUTIONS
 from ..runtime.specs import (
-    Bool, Choice, Field, Integer, Invalid, ListOf, Number, Probability, Str, Value, check_members, render,
+    Bool,
+    Choice,
+    Field,
+    Integer,
+    Invalid,
+    ListOf,
+    Number,
+    Probability,
+    Str,
+    Value,
+    check_members,
+    render,
 )  # fmt: skip
 from . import grudges as G
 

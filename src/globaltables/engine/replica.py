@@ -65,8 +65,6 @@ class ReplicaPort:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.on_decision: DecisionObserver | None = None  # told of every apply decision (rule 4)
-        self.deferred = False  # whether the last apply_replicated left records for lack of capacity (rule 5)
-        self.deferrals = 0  # batches cut short for lack of write capacity, for status
 
     # ------------------------------------------------------------------------------------------------ stamping
 
@@ -171,8 +169,9 @@ class ReplicaPort:
     def apply_replicated(self, origin: str, table: str, lane: int, records: list[Mutation]) -> tuple[int, list[str]]:
         """LWW-merge a lane's records after the applied position, in one transaction with the new position.
 
-        Returns (applied position, versions that won). The stored versions of the batch's keys are read in one
-        batched read (the store's `get_records`), not one or two per record; the HLC receive rule runs once, on
+        Returns (applied position, versions that won); short of write capacity (rule 5), the applied position is
+        that of the prefix applied, before the Ship's last record. The stored versions of the batch's keys are read
+        in one batched read (the store's `get_records`), not one or two per record; the HLC receive rule runs once, on
         the batch's greatest version (the records' versions are order-preserving strings): the clock ends above
         every version of the batch, as the rule requires, at the cost of one parse instead of one per record.
         """
@@ -188,7 +187,6 @@ class ReplicaPort:
             if record.pos > applied:
                 fresh.append(record)
         throughput = engine.throughput
-        self.deferred = False
         writes: list[ItemWrite] = []
         won: list[str] = []
         decisions: list[tuple[dict, str, str | None]] = []
@@ -223,9 +221,7 @@ class ReplicaPort:
                 if throughput is not None:
                     charge = item_write_charge(definition, pk, item, image, size)
                     if throughput.try_replicated(charge) is not None:
-                        self.deferred = True  # rule 5: this record and every one after it wait for capacity
-                        self.deferrals += 1
-                        break
+                        break  # rule 5: this record and every one after it wait for capacity
                 applied = record.pos
                 writes.append(
                     ItemWrite(

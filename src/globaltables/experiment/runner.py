@@ -683,9 +683,12 @@ def _results(run: RunContext, final: FinalReads, checks: list[CheckResult], lost
         "measure_from_mono": measure_from,
         "timeline": results_module.timeline(samples, measure_from, throttles=load.throttles),
         "throttles": results_module.throttle_table(
-            load.throttles, load.retries, samples,
-            sum(status.get("received", {}).get("deferred", 0) for status in final.statuses.values()), measure_from,
-        ),  # fmt: skip
+            load.throttles,
+            load.retries,
+            samples,
+            sum(status.get("received", {}).get("deferred", 0) for status in final.statuses.values()),
+            measure_from,
+        ),
         "lag_timeline": [
             {
                 "link": f"{s.source}->{s.target}",
