@@ -1,5 +1,6 @@
 """Every shipped chaos schedule runs on every shipped topology (on the simulator, with a light workload), except that
-a table pause (pause-replication, MREC only) is refused on an MRSC topology with the reason.
+a table pause (pause-replication, MREC only) and a capacity change (update-table, MREC only) are refused on an MRSC
+topology with the reason.
 
 Schedules name regions by role and position (`replica[0]`, `region[2]`, chaos/region_refs.py), so each one loads
 against each topology's regions; then it runs on the simulated cluster of that topology (MREC: `SimCluster`, MRSC:
@@ -16,7 +17,7 @@ import pytest
 from globaltables.chaos.checkers import linearizable
 from globaltables.chaos.checkers.convergence import check_convergence
 from globaltables.chaos.controller import Controller
-from globaltables.chaos.faults import TABLE_VERBS
+from globaltables.chaos.faults import CAPACITY_VERBS, TABLE_VERBS
 from globaltables.chaos.schedule import ScheduleError, fit_tables, load_schedule, parse_schedule
 from globaltables.chaos.target import SimTarget
 from globaltables.experiment.topology import load_topology
@@ -102,6 +103,11 @@ def test_every_shipped_schedule_runs_on_every_shipped_topology(schedule_name, to
         # A table pause holds asynchronous replication, which a strong table has not: `run` and `validate` refuse
         # the pair before anything starts, saying what to use instead (chaos/schedule.py fit_tables).
         assert problems and all("no asynchronous replication to pause" in line for line in problems), problems
+        return
+    if topology.mode == "mrsc" and any(fault.verb in CAPACITY_VERBS for fault in schedule.faults):
+        # A capacity change on a strong table: its regions model no capacity (docs/capacity.md, decision 11), so
+        # `run` and `validate` refuse the pair, saying so.
+        assert problems and all("do not model capacity" in line for line in problems), problems
         return
     assert problems == []
     (run_mrsc if topology.mode == "mrsc" else run_mrec)(topology, schedule)

@@ -116,7 +116,7 @@ def test_unknown_keys_are_refused_with_the_allowed_ones():
     errors = refused("name: t\nregions: [{name: us-east-1, zone: a}]\n")
     assert errors == [
         f"{FILE}: regions[0].zone: unknown key; allowed keys are name, host, advertise, bind, port, endpoint, role, "
-        "clock_offset_ms"
+        "clock_offset_ms, capacity"
     ]
 
 

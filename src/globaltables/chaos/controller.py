@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .faults import CLOCK_VERBS, LINK_VERBS, PARTITION_VERBS, TABLE_VERBS, Fault
+from .faults import CAPACITY_VERBS, CLOCK_VERBS, LINK_VERBS, PARTITION_VERBS, TABLE_VERBS, Fault
 from .grudges import merge
 from .history import History
 from .schedule import Schedule
@@ -130,6 +130,12 @@ class Controller:
             self.active.append(fault)
         elif verb in ("restart", "resume"):
             self.bring_back(region, verb)
+        elif verb in CAPACITY_VERBS:
+            # An instant: write capacity is global, so every replica takes it unless the step names one region.
+            params = fault.params
+            for name in fault.regions or self.target.regions:
+                if name not in self.down:
+                    self.target.update_table(name, params["table"], params.get("read_units"), params.get("write_units"))
         else:
             self.active.append(fault)
             self.push()

@@ -13,7 +13,10 @@ faults and pushes to a `FaultTarget`:
   and optionally the one replica whose replication in and out is paused; without it, the table's replication
   between every pair of replicas. FIS says replication may go on for up to 5 minutes after the action begins;
   here the hold starts at once, so a run can measure the pause itself),
-plus process actions (crash/restart, pause/resume), which are events rather than state.
+plus process actions (crash/restart, pause/resume), which are events rather than state, and `update-table`, an
+instant: UpdateTable of a table's capacity in the regions that hold it (every replica unless one is named, as write
+capacity is global), with `read_capacity` and/or `write_capacity` units: a provisioned table's ProvisionedThroughput,
+an on-demand table's OnDemandThroughput maxima (capacity_change.py; docs/capacity.md).
 
 Durations are `500ms`, `5s`, `1.5s`, `2m` or a bare number of seconds; offsets may carry a sign (`+500ms`).
 """
@@ -27,7 +30,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..runtime.link import DISTRIBUTIONS
-from ..runtime.specs import Bool, Choice, Field, Invalid, ListOf, Number, Probability, Str, Value, check_members, render
+from ..runtime.specs import (
+    Bool,
+    Choice,
+    Field,
+    Integer,
+    Invalid,
+    ListOf,
+    Number,
+    Probability,
+    Str,
+    Value,
+    check_members,
+    render,
+)  # fmt: skip
 from . import grudges as G
 
 DURATION = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)\s*(ms|s|m)?\s*")
@@ -39,7 +55,8 @@ PARTITION_VERBS = ("partition", "isolate", "split", "bridge", "ring", "witness-l
 PROCESS_VERBS = ("crash", "pause")  # with a duration: restart / resume at the end
 EVENT_VERBS = ("restart", "resume", "heal")
 TABLE_VERBS = ("pause-replication",)
-VERBS = PARTITION_VERBS + LINK_VERBS + CLOCK_VERBS + PROCESS_VERBS + EVENT_VERBS + TABLE_VERBS
+CAPACITY_VERBS = ("update-table",)  # an instant, like EVENT_VERBS, on a table like TABLE_VERBS
+VERBS = PARTITION_VERBS + LINK_VERBS + CLOCK_VERBS + PROCESS_VERBS + EVENT_VERBS + TABLE_VERBS + CAPACITY_VERBS
 
 
 class FaultError(ValueError):
@@ -107,6 +124,10 @@ PARAMETERS: dict[str, dict[str, tuple[str, Field]]] = {
         "delta": ("strobe.delta_ms", Duration(signed=True, scale=1000, required=True)),
         "period": ("strobe.period_ms", Duration(positive=True, scale=1000, required=True)),
     },
+    "update-table": {
+        "read_capacity": ("read_units", Integer(positive=True)),
+        "write_capacity": ("write_units", Integer(positive=True)),
+    },
 }
 
 # Where each verb acts: two regions `between`, one `region`, two `sides`, a `table` (optionally one region).
@@ -131,7 +152,7 @@ def placement(verb: str, regions: Sequence[str]) -> dict[str, Field]:
     if verb in SIDES_VERBS:
         sides = ListOf(ListOf(region), length=2, required=True, expected="two lists of regions")
         return {"sides": sides, **({"region": region} if verb == "bridge" else {})}
-    if verb in TABLE_VERBS:
+    if verb in TABLE_VERBS or verb in CAPACITY_VERBS:
         return {"table": Str(non_empty=True, required=True, expected="a table name"),
                 "region": Value(known)}  # fmt: skip
     return {}
@@ -245,7 +266,7 @@ def build(
         raise FaultError("; ".join(render(problems)))
     members: tuple[str, ...] = tuple(parsed.get("between") or ([parsed["region"]] if "region" in parsed else []))
     sides = tuple(tuple(side) for side in parsed.get("sides", ()))
-    params: dict[str, Any] = {"table": parsed["table"]} if verb in TABLE_VERBS else {}
+    params: dict[str, Any] = {"table": parsed["table"]} if verb in TABLE_VERBS or verb in CAPACITY_VERBS else {}
     for name, (parameter, _) in own.items():
         if name in parsed:
             outer, _, inner = parameter.partition(".")
@@ -273,8 +294,10 @@ def _cross_field_problems(verb: str, parsed: dict[str, Any], witnesses: Sequence
         problems.append(("burst", "a loss rate of 1 cannot be bursty"))
     if parsed["one_way"] and verb not in BETWEEN_VERBS:
         problems.append(("one_way", f"only partitions and link faults have a direction, not {verb}"))
-    if verb in EVENT_VERBS and duration is not None:
+    if (verb in EVENT_VERBS or verb in CAPACITY_VERBS) and duration is not None:
         problems.append(("for", f"{verb} is an instant; it takes no duration"))
+    if verb in CAPACITY_VERBS and "read_capacity" not in parsed and "write_capacity" not in parsed:
+        problems.append(("write_capacity", "give read_capacity, write_capacity or both"))
     return problems
 
 
@@ -287,7 +310,8 @@ def resolve_tables(faults: Sequence[Fault], table_names: Sequence[str]) -> tuple
     is left as it is, for table_problems to name."""
     resolved = []
     for fault in faults:
-        match = TABLE_REFERENCE.fullmatch(str(fault.params.get("table", ""))) if fault.verb in TABLE_VERBS else None
+        on_table = fault.verb in TABLE_VERBS or fault.verb in CAPACITY_VERBS
+        match = TABLE_REFERENCE.fullmatch(str(fault.params.get("table", ""))) if on_table else None
         if match and -len(table_names) <= int(match.group(1)) < len(table_names):
             fault = dataclasses.replace(fault, params={**fault.params, "table": table_names[int(match.group(1))]})
         resolved.append(fault)
@@ -302,10 +326,15 @@ def table_problems(faults: Sequence[Fault], table_names: Sequence[str], source: 
     declared = ", ".join(table_names) or "none"
     problems = []
     for fault in faults:
-        if fault.verb not in TABLE_VERBS:
+        if fault.verb not in TABLE_VERBS and fault.verb not in CAPACITY_VERBS:
             continue
         where = f"{source}: {fault.verb} at {fault.at:g}s"
-        if mode == "mrsc":
+        if mode == "mrsc" and fault.verb in CAPACITY_VERBS:
+            problems.append(
+                f"{where}: the topology is mode mrsc, whose regions do not model capacity (docs/capacity.md, "
+                "decision 11): there is no throughput to change"
+            )
+        elif mode == "mrsc":
             problems.append(
                 f"{where}: the topology is mode mrsc, whose tables replicate synchronously and have no asynchronous "
                 "replication to pause; cut a member off with partition or stall instead"

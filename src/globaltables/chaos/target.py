@@ -6,11 +6,16 @@ each region's whole state, so a target only ever *sets* things; it never has to 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..region.control_client import ControlClient, ControlError
 from ..runtime.link import FAULT_FIELDS
+from .capacity_change import update_table_request
+
+# (region, operation, request) -> the region's DynamoDB answer: how a target of region processes reaches their data
+# plane (injected by the caller, which knows the topology's access keys).
+DynamoDBCall = Callable[[str, str, Mapping[str, Any]], dict]
 
 
 class TargetError(RuntimeError):
@@ -28,6 +33,7 @@ class FaultTarget(Protocol):
                   strobe: Mapping[str, float] | None) -> None: ...  # fmt: skip
     def process(self, region: str, action: str) -> None: ...
     def set_held_replication(self, region: str, held: Mapping[str, Iterable[str]]) -> None: ...
+    def update_table(self, region: str, table: str, read_units: int | None, write_units: int | None) -> None: ...
     def heal_all(self) -> None: ...
 
 
@@ -46,8 +52,10 @@ class RegionControlTarget:
         baseline_offsets_ms: Mapping[str, float] | None = None,
         timeout_s: float = 10.0,
         supervisors: Mapping[str, str] | None = None,
+        dynamodb: DynamoDBCall | None = None,
     ) -> None:
         self.endpoints = dict(endpoints)
+        self.dynamodb = dynamodb
         self.regions = tuple(self.endpoints)
         self.control = ControlClient(secret, timeout_s)
         self.supervisor_url = supervisor_url
@@ -105,6 +113,15 @@ class RegionControlTarget:
 
     def set_held_replication(self, region: str, held: Mapping[str, Iterable[str]]) -> None:
         self.faults(region, {"held_replication": {table: sorted(peers) for table, peers in held.items()}})
+
+    def update_table(self, region: str, table: str, read_units: int | None, write_units: int | None) -> None:
+        if self.dynamodb is None:
+            raise TargetError(f"this target reaches no data plane: it cannot update {table} in {region}")
+        try:
+            described = self.dynamodb(region, "DescribeTable", {"TableName": table})["Table"]
+            self.dynamodb(region, "UpdateTable", update_table_request(described, read_units, write_units))
+        except (OSError, KeyError, ValueError) as error:
+            raise TargetError(f"update-table of {table} in {region} failed: {error}") from None
 
     def supervisor_of(self, region: str) -> str:
         url = self.supervisors.get(region) or self.supervisor_url
@@ -182,6 +199,11 @@ class SimTarget:
             raise TargetError(f"the simulator cannot pause replication in {region}")
         node.hold({table: frozenset(peers) for table, peers in held.items()})
         state.driver.arm()
+
+    def update_table(self, region: str, table: str, read_units: int | None, write_units: int | None) -> None:
+        engine = self.cluster.engine(region)
+        described = engine.handle("DescribeTable", {"TableName": table})["Table"]
+        engine.handle("UpdateTable", update_table_request(described, read_units, write_units))
 
     def process(self, region: str, action: str) -> None:
         state = self.cluster.region(region)

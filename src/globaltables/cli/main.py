@@ -119,9 +119,9 @@ def add_region_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--capacity",
         choices=["modelled", "unlimited"],
-        default="modelled",
-        help="modelled (default): tables throttle as DynamoDB's do (partitions, provisioned and on-demand limits); "
-        "unlimited: nothing is ever throttled (docs/capacity.md)",
+        default=DefaultStr("modelled"),
+        help="modelled (default, or the topology region's `capacity:`): tables throttle as DynamoDB's do "
+        "(partitions, provisioned and on-demand limits); unlimited: nothing is ever throttled (docs/capacity.md)",
     )
     replication = parser.add_argument_group("region of a topology (global tables)")
     replication.add_argument(
@@ -175,6 +175,7 @@ def run_region(args: argparse.Namespace) -> int:
     replication = None
     credentials = None
     host, port, ttl_sweep = str(args.host), int(args.port), float(args.ttl_sweep_interval)
+    capacity = str(args.capacity)
     try:
         if args.credentials is not None:
             credentials = load_credentials(args.credentials)
@@ -192,6 +193,7 @@ def run_region(args: argparse.Namespace) -> int:
         host = topology_region.bind if is_default(args.host) else host
         port = (topology_region.port or 0) if is_default(args.port) else port
         ttl_sweep = ttl_default if is_default(args.ttl_sweep_interval) else ttl_sweep
+        capacity = topology_region.capacity if is_default(args.capacity) else str(args.capacity)
     config = RegionConfig(
         name=args.name,
         host=host,
@@ -202,7 +204,7 @@ def run_region(args: argparse.Namespace) -> int:
         stream_retention_s=args.stream_retention,
         replication=replication,
         credentials=credentials,
-        capacity=args.capacity,
+        capacity=str(capacity),
     )
     return run(config)
 

@@ -12,6 +12,11 @@ Rules
    store. The host may listen (`on_decision`) to every apply decision — a replicated record applied or lost, a local
    write stamped behind the stored version — after its transaction committed; the lost-write ledger of an
    experiment (experiment/ledger.py) is built from them. The engine reads no clock for it: the host times them.
+5. Replicated writes consume write capacity here (rWCU: the units a local write of the same change would draw, its
+   GSI updates included) when the engine models capacity. A record the region lacks the capacity for is deferred,
+   with every record after it: `apply_replicated` applies the batch's prefix and reports the applied position of
+   that prefix, and the sender ships the rest again later (replication/link.py). Nothing is dropped or reordered;
+   a record that loses LWW writes nothing and consumes nothing (docs/capacity.md, decision 16).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
+from .capacity import item_write_charge
 from .change_log import items_equal
 from .errors import ResourceNotFoundException
 from .mutation import Mutation
@@ -163,8 +169,9 @@ class ReplicaPort:
     def apply_replicated(self, origin: str, table: str, lane: int, records: list[Mutation]) -> tuple[int, list[str]]:
         """LWW-merge a lane's records after the applied position, in one transaction with the new position.
 
-        Returns (applied position, versions that won). The stored versions of the batch's keys are read in one
-        batched read (the store's `get_records`), not one or two per record; the HLC receive rule runs once, on
+        Returns (applied position, versions that won); short of write capacity (rule 5), the applied position is
+        that of the prefix applied, before the Ship's last record. The stored versions of the batch's keys are read
+        in one batched read (the store's `get_records`), not one or two per record; the HLC receive rule runs once, on
         the batch's greatest version (the records' versions are order-preserving strings): the clock ends above
         every version of the batch, as the rule requires, at the cost of one parse instead of one per record.
         """
@@ -178,8 +185,8 @@ class ReplicaPort:
         fresh = []
         for record in records:
             if record.pos > applied:
-                applied = record.pos
                 fresh.append(record)
+        throughput = engine.throughput
         writes: list[ItemWrite] = []
         won: list[str] = []
         decisions: list[tuple[dict, str, str | None]] = []
@@ -197,6 +204,7 @@ class ReplicaPort:
                 if version is not None and record.version <= version:
                     if observe is not None:
                         decisions.append((record.key or key_of(record.image), record.version, version))
+                    applied = record.pos
                     continue  # an older version: it loses and leaves no trace
                 if record.service and item is not None and not engine.ttl.expired(definition, item):
                     # A TTL deletion of an item that, here, has since been given a later expiry (or none): it does
@@ -206,9 +214,15 @@ class ReplicaPort:
                     writes.append(
                         ItemWrite(table, pk, sk, item, item_size(item), item, old_version=record.version, reassert=True)
                     )
+                    applied = record.pos
                     continue
                 image = record.image
                 size = 0 if image is None else record.size if record.size is not None else item_size(image)
+                if throughput is not None:
+                    charge = item_write_charge(definition, pk, item, image, size)
+                    if throughput.try_replicated(charge) is not None:
+                        break  # rule 5: this record and every one after it wait for capacity
+                applied = record.pos
                 writes.append(
                     ItemWrite(
                         table, pk, sk, image, size, item,

@@ -44,6 +44,7 @@ CAPACITY_OPTIONS = (MODELLED, UNLIMITED)
 BURST_S = 300.0  # unused provisioned capacity is kept for up to 5 minutes
 PEAK_MATURITY_S = 1800.0  # "throttling can occur if you exceed double your previous peak within 30 minutes"
 NEW_TABLE_PEAK = {"read": 6000.0, "write": 2000.0}  # a new on-demand table serves twice that at once
+REPLICATION_RESERVE_S = 1.0  # replicated writes leave this much of a bucket's rate to local requests (decision 16)
 SIZE_RECHECK_S = 60.0  # how often the 10 GB rule looks at the stored size again (a count of the rows)
 
 
@@ -259,6 +260,27 @@ class ThroughputModel:
         if peaks is not None and peaks[kind].record(now, units, resource.count / partitions.share(kind, 1.0)):
             resource.resize(now)
         return None
+
+    # ------------------------------------------------------------------------------ replicated writes (rWCU)
+
+    def try_replicated(self, charge: Charge) -> Throttle | None:
+        """A replicated write arriving from another region (engine/replica.py): drawn from the same buckets as a
+        local write of the same units (rWCU are write units, facts §1), but only from what lies above a reserve
+        kept for the region's own clients (REPLICATION_RESERVE_S of each bucket's rate, at most half its depth):
+        replication yields to local requests and falls behind, rather than making clients throttle. Refused: the
+        throttle of the first bucket short; the caller defers the record, it is never dropped (docs/capacity.md,
+        decision 16). A draw larger than what a bucket holds above its reserve needs a full bucket (decision 8)."""
+        state, now, draws = self._draws(charge)
+        for bucket, cost, resource, limit in draws:
+            bucket.refill(now)
+            reserve = min(bucket.rate * REPLICATION_RESERVE_S, bucket.depth / 2)
+            if bucket.level < min(cost + reserve, bucket.depth):
+                on_demand = state.resources[None].peaks is not None
+                return Throttle(resource.resource_type, "Write", limit, resource.arn, on_demand)
+        self._draw(state, charge, draws, now)
+        return None
+
+    # ------------------------------------------------------------------------------------------------ batches
 
     def charge_all(self, charges: list[Charge]) -> list[Throttle | None] | None:
         """All or nothing (a transaction): draw every charge and return None, or draw nothing and return, per

@@ -18,7 +18,6 @@ import json
 import sys
 import time
 import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from ..topology.load import TopologyError
 from ..topology.model import Topology
 from ..topology.secret import SecretError, topology_secret
 from .deployment import DeploymentError, attached
-from .load import signed_headers
+from .dynamodb_client import dynamodb
 from .supervisor import STATE_FILE, default_data_dir, lock_holder
 from .topology import load_topology
 
@@ -212,14 +211,6 @@ def run_chaos(topology_path: Path, verb: str, operands: list[str], one_way: bool
 
 
 # ------------------------------------------------------------------------------------------------------ check
-
-
-def dynamodb(endpoint: str, operation: str, body: dict, region: str, credentials=None) -> dict:
-    data = json.dumps(body).encode()
-    headers = signed_headers(endpoint, region, operation, data, time.time(), credentials)
-    request = urllib.request.Request(endpoint, data=data, method="POST", headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
 
 
 def scan_all(

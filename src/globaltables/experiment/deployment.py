@@ -46,7 +46,16 @@ class Deployment:
             None,
             {region.name: region.clock_offset_ms for region in topology.regions},
             supervisors=self.supervisors,
+            dynamodb=self.dynamodb_call(topology),
         )
+
+    def dynamodb_call(self, topology: Topology):
+        """(region, operation, request) -> answer, signed with the topology's keys: the chaos target's data plane
+        (the update-table verb)."""
+        from .dynamodb_client import dynamodb
+
+        endpoints, credentials = self.endpoints, topology.credentials
+        return lambda region, operation, body: dynamodb(endpoints[region], operation, dict(body), region, credentials)
 
 
 def attached(topology: Topology, remember: Path | None = None) -> Deployment:

@@ -33,8 +33,8 @@ CDF_POINTS = 400
 LEDGER_ROWS = 5000
 EXPLORER_KEYS = 300
 LANE_OPERATIONS = 200
-RUN_SECTIONS = ("summary", "faults", "throughput", "errors", "latency", "lag", "convergence", "cdf", "clocks",
-                "ledger", "explorer", "violations")  # fmt: skip
+RUN_SECTIONS = ("summary", "faults", "throughput", "errors", "throttles", "latency", "lag", "convergence", "cdf",
+                "clocks", "ledger", "explorer", "violations")  # fmt: skip
 
 
 def plotly_js() -> str:
@@ -237,6 +237,7 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
                   max([results.get("duration_s", 0.0)] + [w["end"] for w in fault_windows(results)])],
         "cdf": cdfs(samples),
         "lag": _lag_series(results),
+        "throttles": throttle_series(results),
         "clocks": clock_offsets(results, baseline_offsets_ms or {}),
         "ledger": _read_jsonl(out_dir / "lost_writes.jsonl")[:LEDGER_ROWS],
         "violations": violations(out_dir, origin),
@@ -250,6 +251,19 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
         data["keys"] = ledger.key_versions(EXPLORER_KEYS, exclude=is_probe_key)  # workload keys only
         data["heals"] = ledger.convergence_after_heals(results.get("faults") or [])
     return data
+
+
+def throttle_series(results: dict[str, Any]) -> dict[str, Any]:
+    """Throttled attempts per ThrottlingReasons reason per second ({reason: {t, n}}) and the counts in all."""
+    throttles = results.get("throttles") or {}
+    series: dict[str, dict[str, list]] = {}
+    for row in throttles.get("timeline") or []:
+        for reason, count in row["by_reason"].items():
+            line = series.setdefault(reason, {"t": [], "n": []})
+            line["t"].append(row["t_s"] + 0.5)
+            line["n"].append(count)
+    counts = {key: throttles.get(key) for key in ("attempts", "retries", "operations_failed", "replication_deferred")}
+    return {"series": dict(sorted(series.items())), "by_reason": throttles.get("by_reason") or {}, **counts}
 
 
 def _lag_series(results: dict[str, Any]) -> dict[str, dict[str, list]]:

@@ -6,8 +6,13 @@ Theory of operation
   latency of an operation is measured from its intended start to its answer. A stalled region therefore shows up as
   growing latency (and timeouts), not as fewer requests. `clients_per_region` caps requests in flight; the wait for
   a free slot is part of the measured latency.
-- No SDK: one aiohttp POST per attempt, no retries, so every attempt is exactly one history operation (boto3 would
-  cost ~0.5 ms of CPU per call and hide its retries).
+- No SDK: one aiohttp POST per attempt (boto3 would cost ~0.5 ms of CPU per call and hide its retries). By default
+  no retries, so every attempt is exactly one history operation; with `sdk_retries: legacy|standard|adaptive` an
+  operation retries as that botocore mode would (sdk_retries.py): one history operation, its outcome the last
+  attempt's, its latency from the intended start to the last answer.
+- Throttles: every throttled attempt (ProvisionedThroughputExceeded, ThrottlingException, RequestLimitExceeded) is
+  kept with the `ThrottlingReasons` of its answer (`throttles`), retried or not, for results.json's counts per
+  reason and the report's throttles over time.
 - Each in-flight operation is a history process (`<region>/<n>`); a process is reused after a definite completion
   and retired after an `info` one (Jepsen's rule: its request may still be in flight).
 - Classification (chaos/history.py): 2xx → ok (writes carry the `x-globaltables-version` header); errors in
@@ -46,6 +51,7 @@ from ..region.signing import client_headers, key_for
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
 from ..runtime.transport import VERSION_HEADER
+from .sdk_retries import THROTTLES, SdkClient
 from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload
 
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -69,6 +75,30 @@ class Sample:
     error: str | None
     measured: bool  # False during the warm-up (and for the lag probe)
     probe: bool = False  # a replication-lag probe request, not workload
+
+
+@dataclass
+class ThrottleSample:
+    """One throttled attempt: where, when, the error and the reasons its answer gave (`reason` strings such as
+    TableWriteProvisionedThroughputExceeded)."""
+
+    region: str
+    op: str
+    at: float  # monotonic seconds of the answer
+    error: str
+    reasons: tuple[str, ...]
+    probe: bool = False
+
+
+def throttling_reasons(body: Any) -> tuple[str, ...]:
+    """The `reason` of each ThrottlingReasons entry of an error answer (`throttlingReasons` in ThrottlingException,
+    as the service model spells it)."""
+    if not isinstance(body, dict):
+        return ()
+    entries = body.get("ThrottlingReasons", body.get("throttlingReasons"))
+    if not isinstance(entries, list):
+        return ()
+    return tuple(str(entry["reason"]) for entry in entries if isinstance(entry, dict) and "reason" in entry)
 
 
 @dataclass
@@ -202,6 +232,12 @@ class LoadGenerator:
         self.completed = 0
         self.errors = 0
         self.stop_probes = asyncio.Event()
+        self.throttles: list[ThrottleSample] = []
+        self.retries = 0  # attempts after the first, made by the SDK retry mode
+        # One SDK client per region requests go to, each with its retry quota and limiter (sdk_retries.py).
+        self._clients = {
+            region: SdkClient(workload.sdk_retries, rng.fork(f"retries/{region}")) for region in endpoints
+        }
         # Requests in flight per region they are sent to (write modes route some regions' writes elsewhere).
         self._slots = {region: asyncio.Semaphore(workload.clients_per_region) for region in endpoints}
 
@@ -326,7 +362,7 @@ class LoadGenerator:
             )  # fmt: skip
             self.sent += 1
             operation, body = self.request(op, key, value)
-            answer = await self.call(region, operation, body)
+            answer = await self.attempts(region, op, operation, body, probe)
             done = self.clock.monotonic()
             if answer.outcome == "ok":
                 read = None if is_write else self.read_value(op, answer.body, lists)
@@ -338,6 +374,27 @@ class LoadGenerator:
             self.completed += 1
             self.samples.append(Sample(region, op, intended, done, answer.outcome, answer.error, measured, probe))
             return answer
+
+    async def attempts(self, region: str, op: str, operation: str, body: dict, probe: bool) -> Answer:
+        """One operation's attempts, as the workload's SDK retry mode makes them; the last answer."""
+        client = self._clients[region]
+        attempt = 0
+        while True:
+            attempt += 1
+            wait = client.send_delay(self.clock.monotonic())
+            if wait > 0:
+                await asyncio.sleep(wait)
+            answer = await self.call(region, operation, body)
+            now = self.clock.monotonic()
+            if answer.error in THROTTLES:
+                reasons = throttling_reasons(answer.body)
+                self.throttles.append(ThrottleSample(region, op, now, answer.error, reasons, probe))
+            client.answered(now, answer.error, answer.outcome, attempt > 1)
+            delay = client.retry_delay(attempt, answer.error, answer.outcome)
+            if delay is None:
+                return answer
+            self.retries += 1
+            await asyncio.sleep(delay)
 
     # ------------------------------------------------------------------------------------------ driving
 

@@ -99,6 +99,7 @@ def render_markdown(results: dict[str, Any], drawn: dict[str, str]) -> str:
             f"| {region} | {_fmt(rate['target_per_s'])} | {_fmt(rate['achieved_per_s'])} | {outcomes['ok']} | "
             f"{outcomes['fail']} | {outcomes['info']} | {errors} |"
         )
+    lines += throttle_lines(results)
     lines += ["", "## Replication lag (ms, probe write acknowledged → first read that returns it)", ""]
     if results["replication_lag_ms"]:
         lines += ["| link | one-way link | samples | p50 | p99 | max |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
@@ -226,24 +227,64 @@ def _fault_windows(results: dict[str, Any]) -> list[tuple[float, float, str]]:
     return windows
 
 
+def throttle_lines(results: dict[str, Any]) -> list[str]:
+    """report.md's throttling section: throttled attempts per ThrottlingReasons reason and per region, the SDK's
+    retries, and the replication Ships deferred for lack of write capacity."""
+    throttles = results.get("throttles")
+    if not throttles:
+        return []
+    lines = ["", "## Throttling", ""]
+    retries = (results.get("workload") or {}).get("sdk_retries", "none")
+    lines.append(
+        f"{throttles['attempts']} throttled attempts; SDK retries: {retries} ({throttles['retries']} retries made); "
+        f"{throttles['operations_failed']} operations ended throttled; {throttles['replication_deferred']} "
+        "replication Ships deferred for lack of write capacity at the receiver (back-pressure: applied later, "
+        "never dropped)."
+    )
+    accepted = ", ".join(
+        f"{region} {rate['ok_per_s']:g}/s of {rate['target_per_s']:g}/s"
+        for region, rate in results["throughput"].items()
+        if "ok_per_s" in rate
+    )
+    if accepted:
+        lines += ["", f"Accepted (answered ok): {accepted}."]
+    if throttles["by_reason"]:
+        regions = list(throttles["by_region"])
+        lines += ["", "| reason | all | " + " | ".join(regions) + " |", "| --- | ---: |" + " ---: |" * len(regions)]
+        for reason, count in throttles["by_reason"].items():
+            cells = " | ".join(str(throttles["by_region"][region].get(reason, 0)) for region in regions)
+            lines.append(f"| {reason} | {count} | {cells} |")
+        errors = ", ".join(f"{name} {count}" for name, count in throttles["by_error"].items())
+        lines += ["", f"Errors: {errors}."]
+    return lines
+
+
 def _timeline(plt, out_dir: Path, results: dict[str, Any], topology: Topology):
     rows = results.get("timeline") or []
     if not rows:
         return None
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
+    throttled = any(row.get("throttled") for row in rows)
+    figure, axes = plt.subplots(3 if throttled else 2, 1, figsize=(9, 7 if throttled else 5), sharex=True)
+    top, bottom = axes[0], axes[1]
     xs = [row["t_s"] for row in rows]
     top.step(xs, [row["completed"] for row in rows], where="post")
     top.set_ylabel("answered ops/s (all regions)")
     top.set_ylim(bottom=0)
-    bottom.step(xs, [row["p99_ms"] for row in rows], where="post", color="tab:red")
+    p99 = [math.nan if row["p99_ms"] is None else row["p99_ms"] for row in rows]
+    bottom.step(xs, p99, where="post", color="tab:red")
     bottom.set_ylabel("p99 latency (ms)")
-    bottom.set_xlabel("seconds since measurement start (negative: warm-up)")
+    if throttled:
+        axes[2].step(xs, [row.get("throttled", 0) for row in rows], where="post", color="tab:purple")
+        axes[2].set_ylabel("throttled attempts/s")
+        axes[2].set_ylim(bottom=0)
+    axes[-1].set_xlabel("seconds since measurement start (negative: warm-up)")
     for start, end, label in _fault_windows(results):
-        for axis in (top, bottom):
+        for axis in axes:
             axis.axvspan(start, end, color="orange", alpha=0.25, label=label)
-    for axis in (top, bottom):
+    for axis in axes:
         axis.grid(True, alpha=0.3)
-    figure.suptitle(f"{results['topology']} ({results['mode']}): throughput and p99 over time")
+    title = "throughput, p99 and throttles" if throttled else "throughput and p99"
+    figure.suptitle(f"{results['topology']} ({results['mode']}): {title} over time")
     return figure
 
 

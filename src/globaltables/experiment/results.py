@@ -11,7 +11,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .load import LagSample, Sample
+from .load import LagSample, Sample, ThrottleSample
+from .sdk_retries import THROTTLES as THROTTLE_ERRORS
 
 RESULTS_VERSION = 1
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
@@ -69,17 +70,68 @@ def lag_table(lag: Iterable[LagSample]) -> dict[str, dict[str, Any]]:
     return {link: summary_ms(values, (("p50", 50.0), ("p99", 99.0))) for link, values in sorted(grouped.items())}
 
 
-def timeline(samples: Iterable[Sample], origin: float, bucket_s: float = 1.0) -> list[dict[str, Any]]:
-    """Per second since `origin` (the start of measurement): completions and p99 latency, all regions together."""
+def timeline(
+    samples: Iterable[Sample], origin: float, bucket_s: float = 1.0, throttles: Iterable[ThrottleSample] = ()
+) -> list[dict[str, Any]]:
+    """Per second since `origin` (the start of measurement): completions, p99 latency and throttled attempts, all
+    regions together."""
     buckets: dict[int, list[float]] = defaultdict(list)
     for sample in samples:
         if sample.outcome != "info" and not sample.probe:
             buckets[math.floor((sample.done - origin) / bucket_s)].append(sample.done - sample.intended)
+    throttled: Counter = Counter()
+    for throttle in throttles:
+        if not throttle.probe:
+            throttled[math.floor((throttle.at - origin) / bucket_s)] += 1
     rows = []
-    for index in sorted(buckets):
-        values = sorted(v * 1000.0 for v in buckets[index])
-        rows.append({"t_s": index * bucket_s, "completed": len(values), "p99_ms": round(percentile(values, 99), 3)})
+    for index in sorted(set(buckets) | set(throttled)):
+        values = sorted(v * 1000.0 for v in buckets.get(index, []))
+        p99 = round(percentile(values, 99), 3) if values else None
+        rows.append({"t_s": index * bucket_s, "completed": len(values), "p99_ms": p99, "throttled": throttled[index]})
     return rows
+
+
+def throttle_table(
+    throttles: Iterable[ThrottleSample],
+    retries: int,
+    samples: Iterable[Sample],
+    replication_deferred: int = 0,
+    origin: float = 0.0,
+    bucket_s: float = 1.0,
+) -> dict[str, Any]:
+    """Throttled attempts (workload, not the lag probe): in all, per ThrottlingReasons reason, per region and reason,
+    per error, and per second since `origin` by reason; the SDK's retries; the operations that ended throttled
+    (after any retries); and the Ships the regions' receivers deferred for lack of write capacity (replication
+    back-pressure)."""
+    per_second: dict[int, Counter] = defaultdict(Counter)
+    by_reason: Counter = Counter()
+    by_error: Counter = Counter()
+    by_region: dict[str, Counter] = defaultdict(Counter)
+    attempts = 0
+    for throttle in throttles:
+        if throttle.probe:
+            continue
+        attempts += 1
+        by_error[throttle.error] += 1
+        for reason in throttle.reasons or ("(none given)",):
+            by_reason[reason] += 1
+            by_region[throttle.region][reason] += 1
+            per_second[math.floor((throttle.at - origin) / bucket_s)][reason] += 1
+    failed = sum(1 for sample in samples if not sample.probe and sample.error in THROTTLE_ERRORS)
+    return {
+        "attempts": attempts,
+        "by_reason": dict(sorted(by_reason.items())),
+        "by_region": {region: dict(sorted(counts.items())) for region, counts in sorted(by_region.items())},
+        "by_error": dict(sorted(by_error.items())),
+        "retries": retries,
+        "operations_failed": failed,
+        "replication_deferred": replication_deferred,
+        "timeline": [
+            {"t_s": index * bucket_s, "by_reason": dict(sorted(per_second[index].items()))}
+            for index in sorted(per_second)
+        ],
+    }
+
 
 
 # The schema the tests hold results.json to; docs/results.md explains every field.

@@ -635,9 +635,11 @@ def _results(run: RunContext, final: FinalReads, checks: list[CheckResult], lost
     throughput = {}
     for region in load.regions:
         count = sum(1 for s in samples if s.region == region and s.measured and s.outcome != "info")
+        accepted = sum(1 for s in samples if s.region == region and s.measured and s.outcome == "ok")
         throughput[region] = {
             "target_per_s": workload.rate_per_region,
             "achieved_per_s": round(count / measured, 2) if measured > 0 else 0.0,
+            "ok_per_s": round(accepted / measured, 2) if measured > 0 else 0.0,  # answered ok (not throttled)
         }
     wl = asdict(workload)
     wl["mix"] = dict(workload.mix)
@@ -679,7 +681,14 @@ def _results(run: RunContext, final: FinalReads, checks: list[CheckResult], lost
         "quiesced": run.waited is not None,
         "faults": [op.to_dict() for op in history.faults()],
         "measure_from_mono": measure_from,
-        "timeline": results_module.timeline(samples, measure_from),
+        "timeline": results_module.timeline(samples, measure_from, throttles=load.throttles),
+        "throttles": results_module.throttle_table(
+            load.throttles,
+            load.retries,
+            samples,
+            sum(status.get("received", {}).get("deferred", 0) for status in final.statuses.values()),
+            measure_from,
+        ),
         "lag_timeline": [
             {
                 "link": f"{s.source}->{s.target}",

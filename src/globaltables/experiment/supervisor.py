@@ -176,6 +176,7 @@ class RegionChild:
             "--data-dir", str(self.data_dir), "--ready-file", str(ready_file),
             "--peers-file", str(self.state_file),
             *(["--secret-file", str(self.secret_file)] if self.secret_file is not None else []),
+            "--capacity", self.region.capacity,  # the topology's `capacity:` (docs/capacity.md)
         ]  # fmt: skip
 
     def start(self) -> Path:

@@ -21,6 +21,8 @@ Schema (every key but `table` has a default):
       timeout_s: 5                    # a request without an answer after this is an `info` (Timeout)
       lag_probe_interval_s: 0.5       # replication-lag probe writes per region (0: no probe)
       quiesce_timeout_s: 60           # bound on waiting for replication to drain after the load
+      sdk_retries: none               # none | legacy | standard | adaptive: retry as botocore's mode would
+                                      # (sdk_retries.py); none: one attempt per operation
 
 Mix operations: put (PutItem), update (UpdateItem SET), conditional_update (UpdateItem SET ... if the item exists),
 get (GetItem, eventually consistent), strong_get (GetItem, ConsistentRead), query (Query on the key's partition),
@@ -48,6 +50,7 @@ from typing import Any
 
 from ..runtime.rng import Rng
 from ..runtime.specs import Choice, Field, Integer, Invalid, ListOf, MapOf, Number, Str, Struct, Value, check
+from .sdk_retries import SDK_RETRY_MODES
 
 OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete", "append")
 WRITE_OPERATIONS = frozenset({"put", "update", "conditional_update", "delete", "append"})
@@ -93,6 +96,7 @@ WORKLOAD: dict[str, Field] = {
     "timeout_s": Number(positive=True),
     "lag_probe_interval_s": Number(minimum=0),
     "quiesce_timeout_s": Number(positive=True),
+    "sdk_retries": Choice(SDK_RETRY_MODES),
 }
 
 
@@ -115,6 +119,7 @@ class Workload:
     timeout_s: float = 5.0
     lag_probe_interval_s: float = 0.5
     quiesce_timeout_s: float = 60.0
+    sdk_retries: str = "none"
 
     def with_overrides(self, **changes: Any) -> Workload:
         import dataclasses
@@ -189,7 +194,7 @@ def parse_workload(raw: Mapping[str, Any], replica_names: Sequence[str]) -> Work
     total = sum(mix.values())
     mix = {name: weight / total for name, weight in mix.items() if weight > 0}
     regions = tuple(values.pop("regions", replica_names))
-    text = ("table", "distribution", "write_mode", "write_region")
+    text = ("table", "distribution", "write_mode", "write_region", "sdk_retries")
     numbers = {key: float(value) for key, value in values.items() if key not in text}
     for key in ("clients_per_region", "keys", "item_bytes"):
         if key in numbers:
@@ -199,6 +204,7 @@ def parse_workload(raw: Mapping[str, Any], replica_names: Sequence[str]) -> Work
         distribution=values.get("distribution", "uniform"),
         write_mode=values.get("write_mode", "any"),
         write_region=values.get("write_region"),
+        sdk_retries=values.get("sdk_retries", "none"),
         mix=mix,
         regions=regions,
         **numbers,

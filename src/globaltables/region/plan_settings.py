@@ -32,7 +32,7 @@ def replication_settings(
     return ReplicationSettings(
         peers=peers,
         secret=secret,
-        tables=tuple(spec.request() for spec in plan.tables),
+        tables=tuple(spec.request_for(plan.name) for spec in plan.tables),  # with this replica's read settings
         replicas=plan.replicas,
         conflict_clock=plan.conflict_clock,
         max_clock_offset_ms=plan.max_clock_offset_ms,

@@ -18,10 +18,13 @@ class ReplicationConfig:
     # The retransmit interval doubles per fruitless retry, up to this multiple. Retries are cheap (a timed-out link
     # probes with one Ship, not a window), so the cap is low: a healed partition resumes within 2 s.
     max_backoff: int = 2
+    # Seconds a link waits after the peer deferred records for lack of write capacity before shipping them again
+    # (back-pressure, link.py): short, so a receiver whose capacity refills continuously drains at its full rate.
+    defer_retry: float = 0.1
 
     def __post_init__(self) -> None:
         for name in ("lanes", "batch_records", "batch_bytes", "window_records", "max_backoff"):
             if getattr(self, name) < 1:
                 raise ValueError(f"replication {name} must be >= 1, not {getattr(self, name)!r}")
-        if self.flush_interval < 0 or self.retransmit_after <= 0:
-            raise ValueError("replication flush_interval must be >= 0 and retransmit_after > 0")
+        if self.flush_interval < 0 or self.retransmit_after <= 0 or self.defer_retry <= 0:
+            raise ValueError("replication flush_interval must be >= 0, retransmit_after and defer_retry > 0")

@@ -15,6 +15,11 @@ Theory of operation (docs/replication.md, "Link"):
   partition heals the next retry (at most `retransmit_after * max_backoff` later) resumes from the acked position:
   nothing skipped, no full resync. A message from the peer (`peer_heard`) ends the backoff at once: the link
   retries right away, at most once per `retransmit_after`.
+- Back-pressure (docs/capacity.md, decision 16): an ack of the current epoch that says `deferred` (the peer applied
+  only a prefix, lacking write capacity) advances `acked` as any ack does, then goes back to it (a rewind, so the
+  window's later Ships, which no longer connect, are ignored when their gap acks come) and ships nothing until
+  `defer_retry` seconds later; then it probes with one Ship until an ack that is not deferred opens the window. The
+  records stay in the log and in order: lag and the pending count grow while the peer is short, and drain after.
 - If the records after `sent` are no longer in the log (trimmed before this peer acknowledged them), the link fails
   loudly: state `failed`, the error logged, nothing shipped again. Skipping would silently lose writes.
 Time is passed in (`now`, seconds on the host's monotonic clock); nothing here reads a clock.
@@ -38,8 +43,8 @@ FAILED = "failed"
 
 class ReplicationLink:
     __slots__ = (
-        "_batches", "_in_flight", "_port", "_probing", "_progress_at", "_retries", "acked", "config", "epoch", "error",
-        "lane", "peer", "rewinds", "sent", "ships", "state", "table",
+        "_batches", "_in_flight", "_port", "_probing", "_progress_at", "_resume_at", "_retries", "acked", "config",
+        "deferrals", "epoch", "error", "lane", "peer", "rewinds", "sent", "ships", "state", "table",
     )  # fmt: skip
 
     def __init__(self, peer: str, table: str, lane: int, port: ReplicaPortLike, config: ReplicationConfig) -> None:
@@ -58,8 +63,10 @@ class ReplicationLink:
         self._progress_at = 0.0  # when acked last advanced (or shipping started from idle)
         self._retries = 0  # retransmits since the last ack progress
         self._probing = False  # timed out: one Ship in flight at most until the peer is heard again
+        self._resume_at: float | None = None  # the peer deferred records: ship nothing before this time
         self.ships = 0  # Ships sent, for statistics
         self.rewinds = 0
+        self.deferrals = 0  # deferred acks (the peer lacked write capacity)
 
     # ----------------------------------------------------------------------------------------------- sending
 
@@ -69,7 +76,17 @@ class ReplicationLink:
         return self._in_flight
 
     def wants_to_ship(self, log_end: int) -> bool:
-        return self.state == ACTIVE and self.sent < log_end and self._in_flight < self.config.window_records
+        return (
+            self.state == ACTIVE
+            and self.sent < log_end
+            and self._in_flight < self.config.window_records
+            and self._resume_at is None
+        )
+
+    @property
+    def deferring(self) -> bool:
+        """Waiting to ship again records the peer deferred for lack of write capacity."""
+        return self._resume_at is not None
 
     def poll(
         self, now: float, log_end: int, stamp: Callable[[], str | None] = lambda: None
@@ -78,6 +95,10 @@ class ReplicationLink:
         `stamp` gives the sender's HLC stamp for a message (called only when one is sent)."""
         if self.state != ACTIVE:
             return []
+        if self._resume_at is not None:
+            if now < self._resume_at:
+                return []  # back-pressure: the peer asked for time
+            self._resume_at = None
         if self.sent > self.acked and now >= self.retransmit_deadline():
             self._retries += 1
             self._rewind(now)
@@ -134,7 +155,11 @@ class ReplicationLink:
 
     def next_deadline(self) -> float | None:
         """When `poll` must run next for this link's own sake (the retransmit timer), if ever."""
-        if self.state != ACTIVE or self.sent <= self.acked:
+        if self.state != ACTIVE:
+            return None
+        if self._resume_at is not None:
+            return self._resume_at
+        if self.sent <= self.acked:
             return None
         return self.retransmit_deadline()
 
@@ -144,7 +169,7 @@ class ReplicationLink:
         if self.state != ACTIVE:
             return
         applied = ack.applied_pos
-        if applied > self.acked or ack.epoch == self.epoch:
+        if (applied > self.acked or ack.epoch == self.epoch) and not ack.deferred:
             self._probing = False  # the peer hears us again: ship the whole window
         if applied > self.acked:
             self.acked = applied
@@ -159,6 +184,13 @@ class ReplicationLink:
                 self._in_flight -= batches.popleft()[1]
         if ack.gap and ack.epoch == self.epoch:
             self._rewind(now)
+        elif ack.deferred and ack.epoch == self.epoch:
+            # Back-pressure: go back to what the peer applied and wait; then one Ship at a time until it keeps up.
+            self.deferrals += 1
+            self._retries = 0
+            self._rewind(now)
+            self._probing = True
+            self._resume_at = now + self.config.defer_retry
 
     def _rewind(self, now: float) -> None:
         """Go back to the acknowledged position in a new epoch (go-back-N)."""
@@ -187,5 +219,6 @@ class ReplicationLink:
             "epoch": self.epoch,
             "ships": self.ships,
             "rewinds": self.rewinds,
+            "deferrals": self.deferrals,
             "error": self.error,
         }

@@ -3,8 +3,11 @@
 Two messages (docs/replication.md, "Messages"):
 - `Ship(table, lane, epoch, prev_pos, records)`: the origin's records of one lane, in log order, covering the log
   positions (prev_pos, records[-1].pos]: every record of the lane in that range is included, none is skipped.
-- `ShipAck(table, lane, epoch, applied_pos, gap)`: the receiver's durable applied position after handling a Ship;
-  `gap` when the Ship did not connect to what it has applied (something upstream was lost or overtaken).
+- `ShipAck(table, lane, epoch, applied_pos, gap, deferred)`: the receiver's durable applied position after handling
+  a Ship; `gap` when the Ship did not connect to what it has applied (something upstream was lost or overtaken);
+  `deferred` when the receiver applied only a prefix of the Ship for lack of write capacity (back-pressure,
+  docs/capacity.md decision 16): the sender ships the rest again after `defer_retry`. The codec sends `deferred`
+  as an eighth element and reads acks of seven (a peer of an earlier release never defers).
 Both carry `stamp`, the sender's HLC stamp when it sent the message (or None), so the HLC receive rule can run on
 every protocol message, not only on the records.
 
@@ -56,6 +59,7 @@ class ShipAck:
     applied_pos: int
     gap: bool
     stamp: str | None = None
+    deferred: bool = False
 
 
 Message = Ship | ShipAck
@@ -76,8 +80,11 @@ def encode(message: Message) -> bytes:
         )
     if type(message) is ShipAck:
         return orjson.dumps(
-            [SHIP_ACK, message.table, message.lane, message.epoch, message.applied_pos, message.gap, message.stamp]
-        )
+            [
+                SHIP_ACK, message.table, message.lane, message.epoch, message.applied_pos, message.gap,
+                message.stamp, message.deferred,
+            ]
+        )  # fmt: skip
     raise TypeError(f"not a replication message: {message!r}")
 
 
@@ -157,13 +164,15 @@ def decode(data: bytes | str) -> Message:
             _str(stamp, "stamp", optional=True),
         )  # fmt: skip
     if tag == SHIP_ACK:
-        if len(body) != 7:
-            raise MessageError(f"ack has {len(body) - 1} fields, expected 6")
-        _, table, lane, epoch, applied_pos, gap, stamp = body
+        if len(body) not in (7, 8):
+            raise MessageError(f"ack has {len(body) - 1} fields, expected 7")
+        _, table, lane, epoch, applied_pos, gap, stamp, deferred = body if len(body) == 8 else (*body, False)
         if type(gap) is not bool:
             raise MessageError(f"gap must be a boolean, not {gap!r}")
+        if type(deferred) is not bool:
+            raise MessageError(f"deferred must be a boolean, not {deferred!r}")
         return ShipAck(
             _str(table, "table"), _int(lane, "lane"), _int(epoch, "epoch"), _int(applied_pos, "applied_pos"), gap,
-            _str(stamp, "stamp", optional=True),
+            _str(stamp, "stamp", optional=True), deferred,
         )  # fmt: skip
     raise MessageError(f"unknown replication message type {tag!r}")

@@ -151,7 +151,7 @@ class RegionNode:
         for link in self.links.values():
             if link.peer in self.held.get(link.table, ()):
                 continue  # a held link has no timer: nothing is retransmitted while it is held
-            if link.sent > link.acked:  # only links with records unacknowledged have a timer
+            if link.sent > link.acked or link.deferring:  # records unacknowledged, or deferred by the peer
                 at = link.next_deadline()
                 if at is not None and (deadline is None or at < deadline):
                     deadline = at
@@ -189,6 +189,7 @@ class RegionNode:
                 "won": receiver.won,
                 "duplicates": receiver.duplicates,
                 "gaps": receiver.gaps,
+                "deferred": receiver.deferred,
                 "dropped_messages": self.dropped_messages,
             },
         }

@@ -37,7 +37,9 @@ class ReplicaPortLike(Protocol):
         self, origin: str, table: str, lane: int, records: Sequence[Mutation]
     ) -> tuple[int, list[str]]:
         """LWW-merge the records with pos > applied, in order, in one transaction with the new applied position;
-        (applied position, versions that won)."""
+        (applied position, versions that won). A region short of write capacity applies only the records before the
+        first it cannot afford (back-pressure): the applied position is then that prefix's, and the receiver defers
+        the rest."""
 
     def applied_position(self, origin: str, table: str, lane: int) -> int: ...
 

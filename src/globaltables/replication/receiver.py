@@ -7,6 +7,9 @@ its own and a crash loses nothing it acknowledged.
   nothing is applied, the answer is a gap ack, and the sender goes back to the applied position.
 - Otherwise the records after the applied position are applied all-or-nothing, and the ack carries the new
   position. Records at or below it are duplicates (a retransmission, a duplicated message) and change nothing.
+- Back-pressure: a region short of write capacity applies only a prefix of the records (the port's
+  `apply_replicated` stops before the first record it cannot afford). The applied position then lies before the
+  Ship's last record, and the ack says `deferred`: the sender keeps the rest and ships it again later.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ AppliedObserver = Callable[[str, str, Sequence[Mutation]], None]
 
 
 class Receiver:
-    __slots__ = ("_port", "applied_records", "duplicates", "gaps", "on_applied", "won")
+    __slots__ = ("_port", "applied_records", "deferred", "duplicates", "gaps", "on_applied", "won")
 
     def __init__(self, port: ReplicaPortLike, on_applied: AppliedObserver | None = None) -> None:
         self._port = port
@@ -32,6 +35,7 @@ class Receiver:
         self.won = 0  # records that won LWW and changed the item
         self.duplicates = 0  # Ships that brought nothing new
         self.gaps = 0
+        self.deferred = 0  # Ships applied only in part for lack of write capacity
 
     def on_ship(self, origin: str, ship: Ship, stamp: str | None = None) -> ShipAck:
         port = self._port
@@ -49,4 +53,6 @@ class Receiver:
         if self.on_applied is not None:
             self.on_applied(origin, table, [record for record in ship.records if record.pos > before])
         self.won += len(won)
-        return ShipAck(table, lane, ship.epoch, applied, False, stamp)
+        deferred = applied < ship.last_pos
+        self.deferred += deferred
+        return ShipAck(table, lane, ship.epoch, applied, False, stamp, deferred)

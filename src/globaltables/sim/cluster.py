@@ -124,8 +124,9 @@ class SimRegion:
         cluster = self.cluster
         self.hlc = HybridLogicalClock(self.clock, cluster.max_clock_offset_ms, mode=cluster.conflict_clock)
         self.engine = Engine(
-            self.store, self.clock, region=self.name, versions=HlcVersionSource(self.hlc, self.name), ids=self.ids
-        )
+            self.store, self.clock, region=self.name, versions=HlcVersionSource(self.hlc, self.name), ids=self.ids,
+            capacity=cluster.capacity,
+        )  # fmt: skip
         peers = [region for region in cluster.region_names if region != self.name]
         self.node = cluster.node_factory(self.name, peers, self.engine.replica, cluster.config, self.hlc)
         self.hosted = MrecRegion(self.engine, self.node)
@@ -186,12 +187,16 @@ class SimCluster:
         conflict_clock: str | None = None,
         max_clock_offset_ms: float | None = None,
         port_wrapper: Callable[[str, Any], Any] | None = None,
+        capacity: Any = "unlimited",
     ) -> None:
         """`topology`: a loaded Topology, or just region names (then `link` is every link's settings, default
         40 ms + up to 2 ms uniform jitter). `tables`: CreateTable requests (default: the topology's, else one
         table "Items" keyed by the string `pk`). `port_wrapper(region, port)` lets a test interpose on the engine port
-        (e.g. to plant a bug); production code has no such hook."""
+        (e.g. to plant a bug); production code has no such hook. `capacity`: every engine's capacity option
+        (engine/throughput.py): "unlimited" by default (docs/capacity.md, decision 12), "modelled" to throttle
+        on the simulator's virtual clock, local and replicated writes alike."""
         self.seed = seed
+        self.capacity = capacity
         self.rng = Rng(seed)
         self.scheduler = Scheduler()
         # A loaded Topology (each region simulated from its RegionPlan, as a region process runs), or region names.
@@ -225,13 +230,14 @@ class SimCluster:
         for name in names:
             offset = plans[name].clock_offset_ms / 1000 if plans is not None else 0.0
             self.regions[name] = SimRegion(self, name, offset)
-        if tables is None:
-            tables = (
-                [spec.request() for spec in first.tables] if first is not None and first.tables else [DEFAULT_TABLE]
-            )
         self.table_names: list[str] = []
-        for request in tables:
-            self.create_global_table(dict(request))
+        if tables is None and first is not None and first.tables:
+            # Each region runs its own CreateTable request: the table's, with its replica's read settings.
+            for spec in first.tables:
+                self.create_global_table(spec.request(), {name: spec.request_for(name) for name in names})
+        else:
+            for request in tables if tables is not None else [DEFAULT_TABLE]:
+                self.create_global_table(dict(request))
         self._process = 0
 
     def _wrapped_factory(
@@ -243,10 +249,11 @@ class SimCluster:
 
     # ----------------------------------------------------------------------------------------------- set-up
 
-    def create_global_table(self, request: dict) -> None:
+    def create_global_table(self, request: dict, per_region: dict[str, dict] | None = None) -> None:
+        """`request` made a global table in every region (`per_region[name]`: that region's own request)."""
         name = request["TableName"]
         for region in self.regions.values():
-            region.engine.handle("CreateTable", {**request})
+            region.engine.handle("CreateTable", {**(per_region or {}).get(region.name, request)})
             region.engine.replica.make_global(name, list(self.region_names), self.config.lanes)
         self.table_names.append(name)
 

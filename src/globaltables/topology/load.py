@@ -16,10 +16,14 @@ Schema (MRSC rules from dynamodb-facts §3):
       # clients use; `bind` the address the region listens on (default 127.0.0.1; a non-loopback `host` needs
       # an explicit `bind`); `endpoint` the URL of a region started elsewhere (instead of host and port)
       - {name: eu-west-1, advertise: 10.0.0.2, bind: 0.0.0.0, port: 8000}
+      # capacity: modelled (default: tables throttle as DynamoDB's do) | unlimited (never throttles); the region
+      # process's --capacity (docs/capacity.md)
     links:                             # one-way delay; absent: 0 ms everywhere
       default: {latency_ms: 40, jitter_ms: 2}
       overrides: [{from: us-east-1, to: ap-southeast-1, latency_ms: 110, jitter_ms: 5, bidirectional: true}]
-    tables: [...]                      # CreateTable requests, checked with CreateTable's own rules
+    tables: [...]                      # CreateTable requests, checked with CreateTable's own rules; capacity
+                                       # members field by field, and per-replica read settings (`Replicas`,
+                                       # CloudFormation's ReplicaSpecification): capacity.py
     conflict_clock: hlc                # hlc (default) | wall
     ttl_sweep_interval_s: 1.0
     max_clock_offset_ms: 500
@@ -57,8 +61,10 @@ import yaml
 
 from ..runtime.specs import type_name
 from ..runtime.yaml_documents import load_yaml, one_line
+from . import capacity
 from .credentials import CredentialsError, parse_credentials
 from .model import (
+    CAPACITY_OPTIONS,
     CONFLICT_CLOCKS,
     DEFAULT_HOST,
     DEFAULT_MAX_CLOCK_OFFSET_MS,
@@ -98,7 +104,7 @@ TOP_LEVEL_KEYS = (
     "credentials",
     "workload",
 )
-REGION_KEYS = ("name", "host", "advertise", "bind", "port", "endpoint", "role", "clock_offset_ms")
+REGION_KEYS = ("name", "host", "advertise", "bind", "port", "endpoint", "role", "clock_offset_ms", "capacity")
 LOOPBACK_NAMES = ("localhost", "::1")
 LINKS_KEYS = ("default", "overrides")
 LINK_KEYS = ("latency_ms", "jitter_ms")
@@ -279,7 +285,7 @@ class _Reader:
         regions = self.regions(raw.get("regions"), mode) if "regions" in raw else ()
         names = {region.name for region in regions}
         links = self.links(raw.get("links", {}), names)
-        tables = self.tables(raw.get("tables", []))
+        tables = self.tables(raw.get("tables", []), [region.name for region in regions if region.role == "replica"])
         conflict_clock = self.string(raw.get("conflict_clock", "hlc"), "conflict_clock", CONFLICT_CLOCKS) or "hlc"
         ttl_sweep = raw.get("ttl_sweep_interval_s", DEFAULT_TTL_SWEEP_INTERVAL_S)
         ttl_sweep = self.number(ttl_sweep, "ttl_sweep_interval_s", positive=True)
@@ -353,6 +359,7 @@ class _Reader:
             if role == "witness" and mode != "mrsc":
                 self.error(f"{path}.role", "'witness' is only allowed when mode is mrsc")
             offset = self.number(raw.get("clock_offset_ms", 0), f"{path}.clock_offset_ms", minimum=None)
+            region_capacity = self.string(raw.get("capacity", "modelled"), f"{path}.capacity", CAPACITY_OPTIONS)
             if name is None:
                 continue
             seen[name] = index
@@ -365,6 +372,7 @@ class _Reader:
                     port=port,
                     role=role or "replica",  # type: ignore[arg-type]
                     clock_offset_ms=offset or 0,
+                    capacity=region_capacity or "modelled",
                 )
             )
         return tuple(regions)
@@ -485,13 +493,13 @@ class _Reader:
             overrides.append(LinkOverride(source=source, target=target, link=link, bidirectional=bidirectional))
         return Links(default=default, overrides=tuple(overrides))
 
-    def tables(self, value: Any) -> tuple[TableSpec, ...]:
+    def tables(self, value: Any, replicas: Sequence[str] = ()) -> tuple[TableSpec, ...]:
         tables: list[TableSpec] = []
         seen: dict[str, int] = {}
         for index, entry in enumerate(self.items(value, "tables") or []):
             path = f"tables[{index}]"
             fields = self.checks.table_fields
-            allowed = tuple(fields) if fields is not None else None
+            allowed = (*fields, "Replicas") if fields is not None else None
             raw = self.mapping(entry, path, allowed, required=TABLE_REQUIRED)
             if raw is None or not all(key in raw for key in TABLE_REQUIRED):
                 continue
@@ -506,13 +514,35 @@ class _Reader:
                 continue
             seen[name] = index
             request = copy.deepcopy(raw)
+            replica_specs = request.pop("Replicas", None)
             if "BillingMode" not in request and "ProvisionedThroughput" not in request:
                 request["BillingMode"] = "PAY_PER_REQUEST"
+            before = len(self.errors)
+            capacity.check_table(request, path, self.error)
+            overrides = {}
+            if replica_specs is not None:
+                overrides = capacity.check_replicas(replica_specs, f"{path}.Replicas", request, replicas, self.error)
+            if len(self.errors) > before:
+                continue  # named field by field; CreateTable's message would only repeat it for the whole table
             refusal = self.checks.table(request) if self.checks.table is not None else None
+            if refusal is None:
+                for region, replica in overrides.items():  # what each region will run must be valid too
+                    refusal = self.checks.table(capacity.apply_overrides(copy.deepcopy(request), replica)) if (
+                        self.checks.table is not None
+                    ) else None
+                    if refusal is not None:
+                        refusal = f"{refusal} (with the settings of replica {region})"
+                        break
             if refusal is not None:
                 self.error(path, f"CreateTable would refuse this table: {refusal}")
                 continue
-            tables.append(TableSpec(name=name, definition=MappingProxyType(request)))
+            tables.append(
+                TableSpec(
+                    name=name,
+                    definition=MappingProxyType(request),
+                    replicas=MappingProxyType({region: MappingProxyType(r) for region, r in overrides.items()}),
+                )
+            )
         return tuple(tables)
 
     def key_shapes(self, raw: dict, path: str) -> bool:

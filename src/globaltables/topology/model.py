@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import networkx as nx
 
+from .capacity import apply_overrides
 from .credentials import AccessKey
 
 Mode = Literal["mrec", "mrsc"]
@@ -26,6 +27,9 @@ ConflictClock = Literal["hlc", "wall"]
 MODES = ("mrec", "mrsc")
 ROLES = ("replica", "witness")
 CONFLICT_CLOCKS = ("hlc", "wall")
+# A region's capacity model (the region process's --capacity; docs/capacity.md): "modelled" throttles as DynamoDB
+# does, "unlimited" never throttles. The same names as engine/throughput.py's options (this package sits below it).
+CAPACITY_OPTIONS = ("modelled", "unlimited")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_CLOCK_OFFSET_MS = 500  # CockroachDB's default maximum offset; a skew budget no sane NTP setup exceeds
@@ -48,6 +52,7 @@ class Region:
     clock_offset_ms: float = 0  # added to this region's wall clock (skew on purpose)
     bind: str = DEFAULT_HOST  # the address the region listens on; beyond loopback only when the file says so
     endpoint: str | None = None  # the URL of a region started elsewhere; overrides host and port for callers
+    capacity: str = "modelled"  # CAPACITY_OPTIONS: the region process's --capacity
 
     @property
     def url(self) -> str | None:
@@ -87,13 +92,21 @@ class Links:
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A declared table: its CreateTable request (read-only; `request()` gives a fresh mutable copy)."""
+    """A declared table: its CreateTable request (read-only; `request()` gives a fresh mutable copy) and, per
+    replica, its read overrides (a CloudFormation ReplicaSpecification; topology/capacity.py)."""
 
     name: str
     definition: Mapping[str, Any]
+    replicas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def request(self) -> dict[str, Any]:
         return copy.deepcopy(dict(self.definition))
+
+    def request_for(self, region: str) -> dict[str, Any]:
+        """The CreateTable request `region` runs: the table's, with that replica's read settings (write capacity
+        is global, so it is the table's everywhere)."""
+        replica = self.replicas.get(region)
+        return apply_overrides(self.request(), copy.deepcopy(dict(replica)) if replica else None)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,10 @@ if (DATA.error) {
   const errorTraces = [];  // bars: one per bucket, stacked by region and error type
   for (const [region, kinds] of Object.entries(DATA.errors)) for (const [kind, s] of Object.entries(kinds)) errorTraces.push({x: s.t, y: s.n, width: DATA.bucket_s, name: `${region} ${kind}`, type: 'bar'});
   chart(section('errors', 'Errors by type per region (per second)', errorTraces.length ? '' : 'No errors.'), 'chart-errors', errorTraces, shaded({barmode: 'stack', yaxis: {title: {text: 'errors/s'}}}));
+  const T = DATA.throttles || {series: {}, by_reason: {}};
+  const throttleTraces = Object.entries(T.series).map(([reason, s]) => ({x: s.t, y: s.n, width: 1, name: reason, type: 'bar'}));
+  const throttleText = throttleTraces.length ? `${T.attempts} throttled attempts by ThrottlingReasons reason; ${T.retries} SDK retries; ${T.operations_failed} operations ended throttled; ${T.replication_deferred} replication Ships deferred.` : `No throttles; ${T.replication_deferred || 0} replication Ships deferred.`;
+  chart(section('throttles', 'Throttles by reason (per second)', throttleText), 'chart-throttles', throttleTraces, shaded({barmode: 'stack', yaxis: {title: {text: 'throttled attempts/s'}}}));
   chart(section('latency', 'Latency percentiles per region (ms, answered operations, from intended start)'), 'chart-latency',
         [...lines(DATA.latency, 'p50', g => g + ' p50'), ...lines(DATA.latency, 'p99', g => g + ' p99')], shaded({yaxis: {title: {text: 'ms'}, type: 'log'}}));
   const lag = section('lag', 'Replication lag per link (ms, probe)');
