@@ -266,9 +266,8 @@ def unlimited_capacity() -> list[str]:
     """`--capacity unlimited`, the server's own speed (closed-loop clients would exceed an on-demand table's 4,000
     WRU/s), when the package under test models capacity at all: a `--baseline-rev` from before capacity was modelled
     has no such flag and never throttles anyway."""
-    import globaltables.cli.main as cli
-
-    return ["--capacity", "unlimited"] if "--capacity" in Path(cli.__file__).read_text() else []
+    cli = _baseline.source_tree() / "globaltables" / "cli" / "main.py"
+    return ["--capacity", "unlimited"] if '"--capacity"' in cli.read_text() else []
 
 
 def moto_available() -> bool:
