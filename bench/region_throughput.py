@@ -17,7 +17,12 @@ request, request bytes pre-framed): boto3 spends about 0.5 ms of CPU per call an
 Requests carry a well-formed SigV4 Authorization header dated when they are sent and scoped to the region they
 go to (bench/_sigv4.py): the region checks the signing window and the scope; no key store, so no signature.
 
+With --capacity-cost it only compares the region in memory with --capacity unlimited and --capacity modelled (on
+a table provisioned at 40,000 RCU / WCU, so nothing throttles): PutItem and GetItem ops per server CPU second,
+rounds alternating the settings, and the ratio (the target: modelled costs at most 5 % of the throughput).
+
 Usage: python bench/region_throughput.py [--quick] [--duration S] [--items N] [--targets trivial,region,...]
+       python bench/region_throughput.py --capacity-cost [--cost-rounds N] [--duration S]
        [--baseline-rev REV [--baseline-rounds N]]   (bench/_baseline.py: the same run against a checkout of REV)
 """
 
@@ -246,7 +251,7 @@ class Server:
             self.process.wait(timeout=15)
 
 
-def make_server(kind: str, workdir: Path) -> Server:
+def make_server(kind: str, workdir: Path, capacity: str = "unlimited") -> Server:
     port = free_port()
     python = sys.executable
     if kind == "trivial":
@@ -258,7 +263,9 @@ def make_server(kind: str, workdir: Path) -> Server:
         command = [
             python, "-m", "globaltables.cli.main", "region", "--name", REGION, "--host", "127.0.0.1",
             "--port", str(port), "--log-level", "WARNING", *storage,
-            "--capacity", "unlimited",  # the server's own speed: closed-loop clients would exceed 4,000 WRU/s
+            # The server's own speed: closed-loop clients would exceed a new on-demand table's 4,000 WRU/s. The
+            # capacity-cost comparison runs "modelled" too, on a table provisioned far above the load.
+            "--capacity", capacity,
         ]
     return Server(kind, command, port, workdir)
 
@@ -400,9 +407,19 @@ async def call_ok(client: Client, connection: Connection, operation: str, reques
     return orjson.loads(answer)
 
 
-async def create_table(client: Client) -> None:
+# The capacity-cost comparison's table: provisioned at the per-table quota, so 54 partitions of 1,000 WCU / 3,000 RCU
+# and 40,000 units a second serve the closed-loop load without a throttle, in both settings alike.
+CREATE_PROVISIONED_TABLE = orjson.dumps(
+    {
+        **{k: v for k, v in orjson.loads(CREATE_TABLE).items() if k != "BillingMode"},
+        "ProvisionedThroughput": {"ReadCapacityUnits": 40000, "WriteCapacityUnits": 40000},
+    }
+)
+
+
+async def create_table(client: Client, body: bytes = CREATE_TABLE) -> None:
     connection = await client.connect()
-    _, status, answer = await client.call(connection, "CreateTable", CREATE_TABLE)
+    _, status, answer = await client.call(connection, "CreateTable", body)
     if status != 200:
         raise RuntimeError(f"CreateTable failed: {status} {answer[:300]!r}")
     for _ in range(600):  # bounded: a minute at most
@@ -436,6 +453,64 @@ async def bench_target(server: Server, warmup_s: float, duration_s: float) -> li
         if connection.transport is not None:
             connection.transport.close()
     return [put, get, query]
+
+
+async def cost_phases(server: Server, warmup_s: float, duration_s: float) -> list[PhaseResult]:
+    """PutItem then GetItem on the provisioned table (the capacity-cost comparison)."""
+    client = Client("127.0.0.1", server.port)
+    await create_table(client, CREATE_PROVISIONED_TABLE)
+    connections = [await client.connect() for _ in range(CONCURRENCY)]
+    counter = itertools.count()
+    put = await run_phase(client, connections, server, "PutItem", lambda: put_body(next(counter)), warmup_s, duration_s)
+    written = next(counter)
+    randrange = random.randrange
+    get = await run_phase(
+        client, connections, server, "GetItem", lambda: get_body(randrange(written)), warmup_s, duration_s
+    )
+    for connection in connections:
+        if connection.transport is not None:
+            connection.transport.close()
+    return [put, get]
+
+
+async def capacity_cost(args) -> int:
+    """What modelled capacity costs a region's put and get throughput: region-mem with --capacity unlimited and
+    modelled, alternated for --cost-rounds rounds each (the machine's load drifts evenly over both), the best ops
+    per server CPU second of each; the ratio must stay within 5 %."""
+    os.sched_setaffinity(0, {CLIENT_CORE})
+    workdir = Path(tempfile.mkdtemp(prefix="gt-bench-"))
+    best: dict[tuple[str, str], float] = {}
+    errors: dict[str, str] = {}
+    try:
+        for _ in range(args.cost_rounds):
+            for capacity in ("unlimited", "modelled"):
+                server = make_server("region-mem", workdir, capacity)
+                server.start()
+                try:
+                    for r in await cost_phases(server, args.warmup, args.duration):
+                        key = (capacity, r.operation)
+                        best[key] = max(best.get(key, 0.0), r.ops_per_cpu_s)
+                        if r.errors:
+                            errors[f"{capacity} {r.operation}"] = f"{r.errors} errors, first {r.first_error}"
+                finally:
+                    server.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    worst = 0.0
+    for operation in ("PutItem", "GetItem"):
+        unlimited, modelled = best[("unlimited", operation)], best[("modelled", operation)]
+        cost = (unlimited / modelled - 1.0) * 100.0 if modelled else float("inf")
+        worst = max(worst, cost)
+        print(
+            f"capacity cost {operation:<7} unlimited {fmt_rate(unlimited)} ops/cpu-s  modelled {fmt_rate(modelled)} "
+            f"ops/cpu-s  ratio modelled/unlimited {modelled / unlimited:.3f}  (CPU per request +{cost:.1f} %, "
+            f"target <= 5 %)",
+            flush=True,
+        )
+    for name, error in errors.items():
+        print(f"capacity cost: {name}: {error}", flush=True)
+    print(f"capacity cost target (<= 5 %): {'met' if worst <= 5.0 and not errors else 'NOT met'}", flush=True)
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------------ memory
@@ -666,6 +741,9 @@ def main() -> int:
                         "--quick 50,000; 0 skips it)")
     parser.add_argument("--targets", default="trivial,region-mem,region-disk,moto",
                         help="comma-separated: trivial, region-mem, region-disk, moto (default all)")
+    parser.add_argument("--capacity-cost", action="store_true",
+                        help="only compare region-mem with --capacity modelled and unlimited (put and get)")
+    parser.add_argument("--cost-rounds", type=int, default=3, help="rounds of each setting for --capacity-cost")
     _baseline.add_arguments(parser)
     args = parser.parse_args()
     compared = _baseline.baseline_requested(args, __file__)
@@ -677,12 +755,13 @@ def main() -> int:
     args.items = args.items if args.items is not None else (50_000 if args.quick else 1_000_000)
     if len(os.sched_getaffinity(0)) < 2 and os.cpu_count() and os.cpu_count() < 2:
         print("warning: fewer than 2 cores; server and client share one", file=sys.stderr)
+    main_coroutine = capacity_cost(args) if args.capacity_cost else run(args)
     try:
         import uvloop
 
-        return uvloop.run(run(args))
+        return uvloop.run(main_coroutine)
     except ImportError:
-        return asyncio.run(run(args))
+        return asyncio.run(main_coroutine)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from .storage.memory_store import MemoryStore
 from .storage.records import ItemWrite, TokenRecord
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
+from .contributor_insights import ContributorInsights
 from .table_arns import BATCH_OPERATIONS, is_arn
 from .throughput import UNLIMITED, CapacitySettings, ThroughputModel, model_for
 from .ttl import TtlSweeper
@@ -103,7 +104,11 @@ class Engine:
         self.ttl = TtlSweeper(store, clock, self.tables, self.faults, self.commit)
         # Capacity and throughput (throughput.py, docs/capacity.md): "modelled" throttles as DynamoDB does;
         # "unlimited" (None here) never throttles.
-        self.throughput: ThroughputModel | None = model_for(capacity, clock, self.tables, self._stored_sizes)
+        # Contributor Insights settings (contributor_insights.py), fed by the throughput model's charges.
+        self.contributor_insights = ContributorInsights()
+        self.throughput: ThroughputModel | None = model_for(
+            capacity, clock, self.tables, self._stored_sizes, self.contributor_insights
+        )
         self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
         self._install_commit_steps()
         if versions is not None:
@@ -116,6 +121,20 @@ class Engine:
 
     def execute(self, operation: str, request: Any) -> Answer:
         """Run one operation: its response and the item version it read or wrote (answer.py)."""
+        throughput = self.throughput
+        if throughput is None:
+            return self._execute(operation, request)
+        try:
+            answer = self._execute(operation, request)
+        except DynamoError:
+            if throughput.throttled:  # failed with a throttle: ThrottledRequests (throughput.py)
+                throughput.take_throttled(operation)
+            raise
+        if throughput.throttled:  # some items of a batch were throttled, not the request
+            throughput.throttled.clear()
+        return answer
+
+    def _execute(self, operation: str, request: Any) -> Answer:
         handler = self.handler(operation)
         if not isinstance(request, dict):
             raise SerializationException("Start of structure or map found where not expected")
@@ -183,6 +202,7 @@ class Engine:
         self.change_log.table_dropped(name)
         self.store.drop_table(name)
         del self.tables[name]
+        self.contributor_insights.forget(name)
         if self.throughput is not None:
             self.throughput.forget(name)
 

@@ -21,7 +21,7 @@ from ..expressions import ExpressionContext, check_expression_parameters, evalua
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
 from ..expressions.legacy import check_conditional_operator, check_fields, expected_condition
 from ..schema import TableDefinition, validate_item_size
-from ..storage.records import ItemWrite
+from ..storage.records import ItemWrite, partition_hash
 from ..validation import Field, Map, Str, TableNameField, check_request
 
 # The legacy parameters DynamoDB refuses beside ConditionExpression, in the order its message lists them.
@@ -120,26 +120,37 @@ def execute(engine, request: WriteRequest) -> Answer:
     table = request.table
     if engine.faults.held:  # an injected in-flight transaction (faults.py); an empty dict costs nothing
         engine.faults.check_write(table.name, request.pk, request.sk)
-    if engine.versions is None:
-        old = engine.store.get(table.name, request.pk, request.sk)
-        old_version, had_tombstone = None, False
-    else:
-        old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
     throughput = engine.throughput
+    old_size = None  # the old item's stored size, read with it when the throughput model will charge it
+    if engine.versions is None:
+        if throughput is None:
+            old = engine.store.get(table.name, request.pk, request.sk)
+        else:
+            old, old_size = engine.store.get_sized(table.name, request.pk, request.sk)
+        old_version, had_tombstone = None, False
+    elif throughput is None:
+        old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
+    else:
+        old, old_version, had_tombstone, old_size = engine.store.get_record_sized(table.name, request.pk, request.sk)
     if throughput is None:
         request.check_condition(old)
     else:
         try:
             request.check_condition(old)
         except ConditionalCheckFailedException:  # a failed condition consumes too (unless throttled first)
-            throughput.charge(capacity.failed_write_charge(table, request.pk, old))
+            units = capacity.write_units(old_size)
+            throughput.charge_one(table.name, "write", partition_hash(request.pk), units, request.pk, request.sk)
             raise
     new = request.apply(old)
     size = validate_item_size(new, request.size_error) if new is not None else 0
     charge = None
     if throughput is not None:  # throttled: nothing written, nothing drawn (throughput.py)
-        charge = capacity.item_write_charge(table, request.pk, old, new, size)
-        throughput.charge(charge)
+        if table.gsis or table.lsis:
+            charge = capacity.item_write_charge(table, request.pk, old, new, size, sk=request.sk, old_size=old_size)
+            throughput.charge(charge)
+        else:  # the table's own partition only: no Charge to build
+            units = capacity.write_units(size if size > old_size else old_size)
+            throughput.charge_one(table.name, "write", partition_hash(request.pk), units, request.pk, request.sk)
     if new is not None or old is not None:
         write = ItemWrite(
             table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone
