@@ -207,6 +207,20 @@ class TableThroughput:
         self.quota: dict[str, Bucket] = {}
         self.sized_at = -math.inf
         self.throttled_requests: dict[str, int] = {}  # operation -> requests throttled (ThrottledRequests)
+        # kind -> the table's own buckets for `charge_one`, looked up once per configuration, not per request:
+        # (resource, OnDemandThroughput cap, quota, provisioned bucket, partition share of a unit, peak, per partition)
+        self.lanes: dict[str, tuple] = {}
+
+    def lane(self, kind: str) -> tuple:
+        lane = self.lanes.get(kind)
+        if lane is None:
+            resource = self.resources[None]
+            peak = resource.peaks[kind] if resource.peaks is not None else None
+            lane = self.lanes[kind] = (
+                resource, resource.caps.get(kind), self.quota.get(kind), resource.provisioned.get(kind),
+                _SHARE[kind], peak, _PER_PARTITION[kind],
+            )  # fmt: skip
+        return lane
 
 
 _SHARE = {"read": 1.0 / partitions.PARTITION_READ_UNITS, "write": 1.0 / partitions.PARTITION_WRITE_UNITS}
@@ -247,7 +261,29 @@ class ThroughputModel:
         state = self.tables.get(table)
         if state is None or state.definition is not self.tables_by_name[table] or now - state.sized_at >= SIZE_RECHECK_S:
             state = self._state(table, now)
-        throttle = self._one(state, kind, None, h, units, units, pk, sk, now)
+        resource, cap, quota, provisioned, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
+        part = resource.parts[h * resource.count >> 32]  # partitions.partition_of, inlined
+        share = units * unit_share
+        if (
+            (cap is None or cap.admits(units, now))
+            and (quota is None or quota.admits(units, now))
+            and (provisioned is None or provisioned.admits(units, now))
+            and part.admits(share, now)
+        ):
+            if cap is not None:
+                cap.level -= units
+            if quota is not None:
+                quota.level -= units
+            if provisioned is not None:
+                provisioned.level -= units
+            part.level -= share
+            resource.consumed[kind] += units
+            if resource.insights is not None and pk is not None:
+                resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
+            if peak is not None and peak.record(now, units, resource.count * per_partition):
+                resource.resize(now)
+            return
+        throttle = self._one(state, kind, None, h, units, units, pk, sk, now)  # refused: which limit, and counted
         if throttle is not None:
             raise throttle.error()
 
@@ -445,6 +481,7 @@ class ThroughputModel:
                 if self.insights is not None:
                     resource.insights = self.insights.tracker(table.name, name)
             resource.configure(on_demand, spec, now)
+        state.lanes = {}  # new buckets: looked up again
         if not on_demand:
             state.quota = {}
         elif not state.quota:
