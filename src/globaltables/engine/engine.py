@@ -122,31 +122,26 @@ class Engine:
     def execute(self, operation: str, request: Any) -> Answer:
         """Run one operation: its response and the item version it read or wrote (answer.py)."""
         throughput = self.throughput
-        if throughput is None:
-            return self._execute(operation, request)
         try:
-            answer = self._execute(operation, request)
+            handler = self.handler(operation)
+            if not isinstance(request, dict):
+                raise SerializationException("Start of structure or map found where not expected")
+            given = None
+            if (
+                is_arn(request.get("TableName"))
+                or "TransactItems" in request
+                or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
+            ):
+                request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
+            result = handler(self, request)
         except DynamoError:
-            if throughput.throttled:  # failed with a throttle: ThrottledRequests (throughput.py)
+            if throughput is not None and throughput.throttled:  # failed with a throttle: ThrottledRequests
                 throughput.take_throttled(operation)
             raise
-        if throughput.throttled:  # some items of a batch were throttled, not the request
+        if throughput is not None and throughput.throttled:  # some items of a batch were throttled, not the request
             throughput.throttled.clear()
-        return answer
-
-    def _execute(self, operation: str, request: Any) -> Answer:
-        handler = self.handler(operation)
-        if not isinstance(request, dict):
-            raise SerializationException("Start of structure or map found where not expected")
-        if (
-            is_arn(request.get("TableName"))
-            or "TransactItems" in request
-            or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
-        ):
-            request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
-            if given:  # only batches have keys to restore, and batches answer no version
-                return Answer(table_arns.restore_batch_keys(handler(self, request), given))  # type: ignore[arg-type]
-        result = handler(self, request)
+        if given:  # only batches have keys to restore, and batches answer no version
+            return Answer(table_arns.restore_batch_keys(result, given))  # type: ignore[arg-type]
         return result if type(result) is Answer else Answer(result)  # type: ignore[arg-type]
 
     def handle(self, operation: str, request: Any) -> dict:

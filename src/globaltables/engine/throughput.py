@@ -264,11 +264,15 @@ class ThroughputModel:
         resource, cap, quota, provisioned, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
         part = resource.parts[h * resource.count >> 32]  # partitions.partition_of, inlined
         share = units * unit_share
+        if now > part.last:  # Bucket.admits, inlined for a partition (rate 1, depth 1)
+            level = part.level + (now - part.last)
+            part.level = level if level < 1.0 else 1.0
+            part.last = now
         if (
-            (cap is None or cap.admits(units, now))
+            part.level >= (share if share < 1.0 else 1.0)
+            and (cap is None or cap.admits(units, now))
             and (quota is None or quota.admits(units, now))
             and (provisioned is None or provisioned.admits(units, now))
-            and part.admits(share, now)
         ):
             if cap is not None:
                 cap.level -= units

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import capacity
+from ..capacity import WRITE_UNIT_BYTES
 from ..answer import Answer
 from ..errors import ConditionalCheckFailedException, ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
 from ..expressions.legacy import check_conditional_operator, check_fields, expected_condition
 from ..schema import TableDefinition, validate_item_size
-from ..storage.records import ItemWrite, partition_hash
+from ..storage.records import ItemWrite
 from ..validation import Field, Map, Str, TableNameField, check_request
 
 # The legacy parameters DynamoDB refuses beside ConditionExpression, in the order its message lists them.
@@ -121,17 +122,20 @@ def execute(engine, request: WriteRequest) -> Answer:
     if engine.faults.held:  # an injected in-flight transaction (faults.py); an empty dict costs nothing
         engine.faults.check_write(table.name, request.pk, request.sk)
     throughput = engine.throughput
-    old_size = None  # the old item's stored size, read with it when the throughput model will charge it
+    # The old item's stored size and the key's hash, read with it when the throughput model will charge it.
+    old_size = h = None
     if engine.versions is None:
         if throughput is None:
             old = engine.store.get(table.name, request.pk, request.sk)
         else:
-            old, old_size = engine.store.get_sized(table.name, request.pk, request.sk)
+            old, old_size, h = engine.store.get_sized(table.name, request.pk, request.sk)
         old_version, had_tombstone = None, False
     elif throughput is None:
         old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
     else:
-        old, old_version, had_tombstone, old_size = engine.store.get_record_sized(table.name, request.pk, request.sk)
+        old, old_version, had_tombstone, old_size, h = engine.store.get_record_sized(
+            table.name, request.pk, request.sk
+        )
     if throughput is None:
         request.check_condition(old)
     else:
@@ -139,7 +143,7 @@ def execute(engine, request: WriteRequest) -> Answer:
             request.check_condition(old)
         except ConditionalCheckFailedException:  # a failed condition consumes too (unless throttled first)
             units = capacity.write_units(old_size)
-            throughput.charge_one(table.name, "write", partition_hash(request.pk), units, request.pk, request.sk)
+            throughput.charge_one(table.name, "write", h, units, request.pk, request.sk)
             raise
     new = request.apply(old)
     size = validate_item_size(new, request.size_error) if new is not None else 0
@@ -149,8 +153,8 @@ def execute(engine, request: WriteRequest) -> Answer:
             charge = capacity.item_write_charge(table, request.pk, old, new, size, sk=request.sk, old_size=old_size)
             throughput.charge(charge)
         else:  # the table's own partition only: no Charge to build
-            units = capacity.write_units(size if size > old_size else old_size)
-            throughput.charge_one(table.name, "write", partition_hash(request.pk), units, request.pk, request.sk)
+            units = float(-(-(size if size > old_size else old_size) // WRITE_UNIT_BYTES) or 1)  # write_units, inlined
+            throughput.charge_one(table.name, "write", h, units, request.pk, request.sk)
     if new is not None or old is not None:
         write = ItemWrite(
             table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone
