@@ -26,6 +26,16 @@ A draw larger than a bucket's depth (a 400 KB write on one partition, a 4 MB tra
 leaves it in debt, repaid by the refill before anything else is served; so every request can succeed eventually,
 while the rate over any interval stays within the bucket's rate plus its depth. Each item of a batch or
 transaction is checked on its own.
+
+Cost (bench/capacity.py in process, bench/region_throughput.py --capacity-cost through a region): a GetItem and a
+write that touches no secondary index are charged by `charge_one`, from scalars (the units from the stored item
+size the read returned, the hash the store computed), against the table's buckets looked up once per configuration
+(`TableThroughput.lane`); no Charge, dict or list is built and no ARN is formatted unless the request is throttled.
+
+Metrics: every resource counts what CloudWatch publishes for it (consumed units, throttle events, events by limit
+type) and feeds its Contributor Insights tracker when one is enabled (contributor_insights.py); `throttled` tells
+the engine which tables a failed request was throttled on (ThrottledRequests). region/capacity_metrics.py renders
+them; docs/capacity.md, decisions 16-19.
 """
 
 from __future__ import annotations
