@@ -68,7 +68,7 @@ def test_a_write_a_gsi_refuses_counts_the_reason_on_the_gsi_and_events_on_both()
 
 
 def test_reads_count_their_units_and_their_throttles():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     call(engine, "CreateTable", table_request("Reads", provisioned=(1, 5)))
     call(engine, "PutItem", put("Reads", "k1"))
     get = {"TableName": "Reads", "Key": {"pk": {"S": "k1"}}}

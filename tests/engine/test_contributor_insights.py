@@ -69,9 +69,7 @@ def test_enabling_answers_enabling_and_is_enabled_at_once_with_the_rules_of_a_so
         "LastUpdateDateTime": clock.wall_time(),
     }
     clock.advance(5.0)
-    answer = call(
-        engine, "UpdateContributorInsights", {"TableName": "Watched", "ContributorInsightsAction": "DISABLE"}
-    )
+    answer = call(engine, "UpdateContributorInsights", {"TableName": "Watched", "ContributorInsightsAction": "DISABLE"})
     assert answer["ContributorInsightsStatus"] == "DISABLING"
     described = call(engine, "DescribeContributorInsights", {"TableName": "Watched"})
     assert described["ContributorInsightsStatus"] == "DISABLED" and "ContributorInsightsRuleList" not in described
@@ -117,6 +115,20 @@ def test_list_pages_through_every_table_and_index_it_was_enabled_on():
     call(engine, "DeleteTable", {"TableName": "Beta"})
     remaining = call(engine, "ListContributorInsights", {})["ContributorInsightsSummaries"]
     assert [s["TableName"] for s in remaining] == ["Alpha", "Gamma"]  # a deleted table takes its settings
+
+
+def test_a_deleted_gsi_takes_its_setting():
+    engine, _clock = modelled()
+    call(engine, "CreateTable", sorted_table("Dropping", gsi=True))
+    enable(engine, "Dropping", index="byG")
+    enable(engine, "Dropping")
+    call(
+        engine,
+        "UpdateTable",
+        {"TableName": "Dropping", "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": "byG"}}]},
+    )
+    listed = call(engine, "ListContributorInsights", {})["ContributorInsightsSummaries"]
+    assert [(s["TableName"], s.get("IndexName")) for s in listed] == [("Dropping", None)]
 
 
 @pytest.mark.parametrize(
@@ -190,7 +202,7 @@ def test_the_most_throttled_keys_count_throttles_and_a_gsi_shortage_is_not_blame
 
 
 def test_throttled_keys_mode_counts_no_accesses():
-    engine, clock = modelled()
+    engine, _clock = modelled()
     call(engine, "CreateTable", sorted_table("Quiet"))
     enable(engine, "Quiet", mode="THROTTLED_KEYS")
     call(engine, "PutItem", item_put("Quiet", "k", "s"))

@@ -9,8 +9,8 @@ import urllib.request
 
 import pytest
 from botocore.config import Config
-from prometheus_client.parser import text_string_to_metric_families
 from botocore.exceptions import ClientError, ParamValidationError
+from prometheus_client.parser import text_string_to_metric_families
 
 from region_process import REGION_NAME, RegionProcess, make_client
 
@@ -74,7 +74,7 @@ def test_update_describe_and_list_as_botocore_parses_them(client, unique_table_n
     described = client.describe_contributor_insights(TableName=table)
     assert described["ContributorInsightsStatus"] == "ENABLED"
     assert [rule.split("-")[1] for rule in described["ContributorInsightsRuleList"]] == ["PKC", "SKC", "PKT", "SKT"]
-    assert all(rule.startswith(f"DynamoDBContributorInsights-") for rule in described["ContributorInsightsRuleList"])
+    assert all(rule.startswith("DynamoDBContributorInsights-") for rule in described["ContributorInsightsRuleList"])
     assert described["LastUpdateDateTime"].year >= 2024  # a timestamp botocore parsed
     index = client.update_contributor_insights(
         TableName=table, IndexName="byG", ContributorInsightsAction="ENABLE", ContributorInsightsMode="THROTTLED_KEYS"

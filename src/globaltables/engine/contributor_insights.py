@@ -156,7 +156,9 @@ class ContributorInsights:
     def get(self, table: str, index: str | None) -> Setting | None:
         return self.settings.get((table, index))
 
-    def update(self, table: str, index: str | None, enable: bool, mode: str, has_sort_key: bool, wall: float) -> Setting:
+    def update(
+        self, table: str, index: str | None, enable: bool, mode: str, has_sort_key: bool, wall: float
+    ) -> Setting:
         """Enable (with `mode`) or disable; the transition completes at once."""
         setting = self.settings.get((table, index))
         if enable:

@@ -29,6 +29,7 @@ from . import streams, table_arns
 from .answer import Answer
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .commit import NOTHING, CommitListener, CommitResult
+from .contributor_insights import ContributorInsights
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
 from .indexes import IndexManager
@@ -39,7 +40,6 @@ from .storage.memory_store import MemoryStore
 from .storage.records import ItemWrite, TokenRecord
 from .storage.sqlite_store import SqliteStore
 from .strong_membership import StrongMembership
-from .contributor_insights import ContributorInsights
 from .table_arns import BATCH_OPERATIONS, is_arn
 from .throughput import UNLIMITED, CapacitySettings, ThroughputModel, model_for
 from .ttl import TtlSweeper
@@ -185,7 +185,13 @@ class Engine:
         return definition
 
     def save_table(self, definition: TableDefinition) -> None:
-        self.indexes.table_saved(self.tables.get(definition.name), definition)
+        previous = self.tables.get(definition.name)
+        if previous is not None and len(definition.gsis) < len(previous.gsis):  # a GSI deleted takes its settings
+            kept = {index.name for index in definition.gsis}
+            for index in previous.gsis:
+                if index.name not in kept:
+                    self.contributor_insights.forget_index(definition.name, index.name)
+        self.indexes.table_saved(previous, definition)
         self.store.save_table(definition.name, definition.to_dict())
         self.tables[definition.name] = definition
         self.change_log.table_saved(definition)  # a stream enabled or disabled

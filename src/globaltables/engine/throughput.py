@@ -74,7 +74,7 @@ class Bucket:
     def refill(self, now: float) -> None:
         if now > self.last:
             level = self.level + (now - self.last) * self.rate
-            self.level = level if level < self.depth else self.depth
+            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
             self.last = now
 
     def admits(self, cost: float, now: float) -> bool:
@@ -82,9 +82,9 @@ class Bucket:
         refill is lazy: only a bucket a request draws from is brought up to date, by the time since its last draw."""
         if now > self.last:
             level = self.level + (now - self.last) * self.rate
-            self.level = level if level < self.depth else self.depth
+            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
             self.last = now
-        return self.level >= (cost if cost < self.depth else self.depth)
+        return self.level >= (cost if cost < self.depth else self.depth)  # noqa: FURB136
 
     def retune(self, rate: float, depth: float, now: float) -> None:
         """A new rate from now on (UpdateTable): what accrued so far stays, up to the new depth."""
@@ -276,10 +276,10 @@ class ThroughputModel:
         share = units * unit_share
         if now > part.last:  # Bucket.admits, inlined for a partition (rate 1, depth 1)
             level = part.level + (now - part.last)
-            part.level = level if level < 1.0 else 1.0
+            part.level = level if level < 1.0 else 1.0  # noqa: FURB136
             part.last = now
         if (
-            part.level >= (share if share < 1.0 else 1.0)
+            part.level >= (share if share < 1.0 else 1.0)  # noqa: FURB136
             and (cap is None or cap.admits(units, now))
             and (quota is None or quota.admits(units, now))
             and (provisioned is None or provisioned.admits(units, now))
@@ -430,9 +430,9 @@ class ThroughputModel:
             resource.consumed[kind] += units
             if resource.insights is not None and pk is not None:
                 resource.insights.accessed(pk, sk, units * weight, now)
-            if on_demand and resource.peaks is not None:  # a new peak splits partitions, 30 minutes on
-                if resource.peaks[kind].record(now, units, resource.count * _PER_PARTITION[kind]):
-                    resource.resize(now)
+            peaks = resource.peaks if on_demand else None
+            if peaks is not None and peaks[kind].record(now, units, resource.count * _PER_PARTITION[kind]):
+                resource.resize(now)  # a new peak splits partitions, 30 minutes on
 
     def _count_throttle(
         self, state: TableThroughput, kind: str, places, throttle: Throttle, now: float, refused: Resource | None = None

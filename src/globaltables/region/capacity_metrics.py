@@ -134,4 +134,3 @@ def prometheus_text(engine) -> str:
     for name, (kind, help_text, samples) in series.items():
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *samples]
     return "\n".join(lines) + "\n" if lines else ""
-

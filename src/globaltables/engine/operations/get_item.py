@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import capacity
-from ..capacity import READ_UNIT_BYTES
 from ..answer import Answer
+from ..capacity import READ_UNIT_BYTES
 from ..expressions import legacy, parse_projection, project
 from ..validation import Bool, Field, Map, Str, TableNameField, check_request
 from ..values import item_size

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import capacity
-from ..capacity import WRITE_UNIT_BYTES
 from ..answer import Answer
+from ..capacity import WRITE_UNIT_BYTES
 from ..errors import ConditionalCheckFailedException, ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
@@ -153,7 +153,7 @@ def execute(engine, request: WriteRequest) -> Answer:
             charge = capacity.item_write_charge(table, request.pk, old, new, size, sk=request.sk, old_size=old_size)
             throughput.charge(charge)
         else:  # the table's own partition only: no Charge to build
-            units = float(-(-(size if size > old_size else old_size) // WRITE_UNIT_BYTES) or 1)  # write_units, inlined
+            units = float(-(-max(size, old_size) // WRITE_UNIT_BYTES) or 1)  # capacity.write_units, inlined
             throughput.charge_one(table.name, "write", h, units, request.pk, request.sk)
     if new is not None or old is not None:
         write = ItemWrite(
