@@ -17,7 +17,13 @@ request, request bytes pre-framed): boto3 spends about 0.5 ms of CPU per call an
 Requests carry a well-formed SigV4 Authorization header dated when they are sent and scoped to the region they
 go to (bench/_sigv4.py): the region checks the signing window and the scope; no key store, so no signature.
 
+With --capacity-cost it only compares the region in memory with --capacity unlimited and --capacity modelled (two
+processes at once, on a table provisioned at 40,000 RCU / WCU, so nothing throttles): PutItem and GetItem ops per
+server CPU second over short phases alternating between the two, and the ratio (the target: modelled costs at
+most 5 % of the throughput).
+
 Usage: python bench/region_throughput.py [--quick] [--duration S] [--items N] [--targets trivial,region,...]
+       python bench/region_throughput.py --capacity-cost [--cost-rounds N] [--duration S]
        [--baseline-rev REV [--baseline-rounds N]]   (bench/_baseline.py: the same run against a checkout of REV)
 """
 
@@ -246,7 +252,7 @@ class Server:
             self.process.wait(timeout=15)
 
 
-def make_server(kind: str, workdir: Path) -> Server:
+def make_server(kind: str, workdir: Path, capacity: str = "unlimited") -> Server:
     port = free_port()
     python = sys.executable
     if kind == "trivial":
@@ -257,17 +263,19 @@ def make_server(kind: str, workdir: Path) -> Server:
         storage = ["--in-memory"] if kind == "region-mem" else ["--data-dir", str(workdir / f"{kind}-data")]
         command = [
             python, "-m", "globaltables.cli.main", "region", "--name", REGION, "--host", "127.0.0.1",
-            "--port", str(port), "--log-level", "WARNING", *storage, *unlimited_capacity(),
+            "--port", str(port), "--log-level", "WARNING", *storage,
+            # The server's own speed: closed-loop clients would exceed a new on-demand table's 4,000 WRU/s. The
+            # capacity-cost comparison runs "modelled" too, on a table provisioned far above the load.
+            *capacity_flag(capacity),
         ]
     return Server(kind, command, port, workdir)
 
 
-def unlimited_capacity() -> list[str]:
-    """`--capacity unlimited`, the server's own speed (closed-loop clients would exceed an on-demand table's 4,000
-    WRU/s), when the package under test models capacity at all: a `--baseline-rev` from before capacity was modelled
-    has no such flag and never throttles anyway."""
+def capacity_flag(capacity: str) -> list[str]:
+    """`--capacity CAPACITY` when the package under test models capacity at all: a `--baseline-rev` from before
+    capacity was modelled has no such flag (and never throttles anyway)."""
     cli = _baseline.source_tree() / "globaltables" / "cli" / "main.py"
-    return ["--capacity", "unlimited"] if '"--capacity"' in cli.read_text() else []
+    return ["--capacity", capacity] if '"--capacity"' in cli.read_text() else []
 
 
 def moto_available() -> bool:
@@ -407,9 +415,19 @@ async def call_ok(client: Client, connection: Connection, operation: str, reques
     return orjson.loads(answer)
 
 
-async def create_table(client: Client) -> None:
+# The capacity-cost comparison's table: provisioned at the per-table quota, so 54 partitions of 1,000 WCU / 3,000 RCU
+# and 40,000 units a second serve the closed-loop load without a throttle, in both settings alike.
+CREATE_PROVISIONED_TABLE = orjson.dumps(
+    {
+        **{k: v for k, v in orjson.loads(CREATE_TABLE).items() if k != "BillingMode"},
+        "ProvisionedThroughput": {"ReadCapacityUnits": 40000, "WriteCapacityUnits": 40000},
+    }
+)
+
+
+async def create_table(client: Client, body: bytes = CREATE_TABLE) -> None:
     connection = await client.connect()
-    _, status, answer = await client.call(connection, "CreateTable", CREATE_TABLE)
+    _, status, answer = await client.call(connection, "CreateTable", body)
     if status != 200:
         raise RuntimeError(f"CreateTable failed: {status} {answer[:300]!r}")
     for _ in range(600):  # bounded: a minute at most
@@ -443,6 +461,86 @@ async def bench_target(server: Server, warmup_s: float, duration_s: float) -> li
         if connection.transport is not None:
             connection.transport.close()
     return [put, get, query]
+
+
+async def capacity_cost(args) -> int:
+    """What modelled capacity costs a region's put and get throughput: two region-mem processes, --capacity
+    unlimited and modelled, both on the server core, each with the provisioned table; then --cost-rounds rounds of
+    short PutItem phases (then GetItem phases) alternating between them, the order swapped every round, so the
+    machine's drifting load falls on both alike. Per setting: operations over server CPU seconds, summed over the
+    rounds; and the median over rounds of the two settings' CPU per request, measured back to back, which must
+    stay within 5 %."""
+    os.sched_setaffinity(0, {CLIENT_CORE})
+    workdir = Path(tempfile.mkdtemp(prefix="gt-bench-"))
+    settings = ("unlimited", "modelled")
+    servers = {capacity: make_server("region-mem", workdir, capacity) for capacity in settings}
+    for capacity, server in servers.items():
+        server.name = f"region-mem-{capacity}"
+    totals = {(capacity, operation): [0, 0.0] for capacity in settings for operation in ("PutItem", "GetItem")}
+    # Per round, the two settings' CPU per request, measured back to back: the median of their ratios is robust to
+    # a round another process disturbed.
+    paired: dict[str, list[float]] = {"PutItem": [], "GetItem": []}
+    errors: dict[str, str] = {}
+    try:
+        clients, pools, counters = {}, {}, {}
+        for capacity, server in servers.items():
+            server.start()
+            clients[capacity] = Client("127.0.0.1", server.port)
+            await create_table(clients[capacity], CREATE_PROVISIONED_TABLE)
+            pools[capacity] = [await clients[capacity].connect() for _ in range(CONCURRENCY)]
+            counters[capacity] = itertools.count()
+        randrange = random.randrange
+        for operation in ("PutItem", "GetItem"):
+            for round_number in range(args.cost_rounds):
+                order = settings if round_number % 2 == 0 else settings[::-1]
+                per_request: dict[str, float] = {}
+                for capacity in order:
+                    counter = counters[capacity]
+                    if operation == "PutItem":
+                        body = lambda counter=counter: put_body(next(counter))
+                    else:
+                        written = max(1, next(counter))
+                        body = lambda written=written: get_body(randrange(written))
+                    r = await run_phase(
+                        clients[capacity], pools[capacity], servers[capacity], operation, body, args.warmup,
+                        args.duration,
+                    )  # fmt: skip
+                    totals[(capacity, operation)][0] += r.ops
+                    totals[(capacity, operation)][1] += r.server_cpu_s
+                    per_request[capacity] = r.server_cpu_s / r.ops if r.ops else float("inf")
+                    if r.errors:
+                        errors[f"{capacity} {operation}"] = f"{r.errors} errors, first {r.first_error}"
+                paired[operation].append(per_request["modelled"] / per_request["unlimited"])
+        for pool in pools.values():
+            for connection in pool:
+                if connection.transport is not None:
+                    connection.transport.close()
+    finally:
+        for server in servers.values():
+            server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    worst = 0.0
+    for operation in ("PutItem", "GetItem"):
+        rates = {}
+        for capacity in settings:
+            ops, cpu = totals[(capacity, operation)]
+            rates[capacity] = ops / cpu if cpu else 0.0
+        unlimited, modelled = rates["unlimited"], rates["modelled"]
+        ratios = sorted(paired[operation])
+        median = ratios[len(ratios) // 2] if len(ratios) % 2 else sum(ratios[len(ratios) // 2 - 1 :][:2]) / 2
+        cost = (median - 1.0) * 100.0
+        worst = max(worst, cost)
+        print(
+            f"capacity cost {operation:<7} unlimited {fmt_rate(unlimited)} ops/cpu-s  modelled {fmt_rate(modelled)} "
+            f"ops/cpu-s  ratio modelled/unlimited {modelled / unlimited:.3f}  (CPU per request, median of "
+            f"{len(ratios)} paired rounds {cost:+.1f} %, quartiles {(ratios[len(ratios) // 4] - 1) * 100:+.1f} / "
+            f"{(ratios[(3 * len(ratios)) // 4] - 1) * 100:+.1f} %; target <= 5 %)",
+            flush=True,
+        )
+    for name, error in errors.items():
+        print(f"capacity cost: {name}: {error}", flush=True)
+    print(f"capacity cost target (<= 5 %): {'met' if worst <= 5.0 and not errors else 'NOT met'}", flush=True)
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------------ memory
@@ -673,6 +771,9 @@ def main() -> int:
                         "--quick 50,000; 0 skips it)")
     parser.add_argument("--targets", default="trivial,region-mem,region-disk,moto",
                         help="comma-separated: trivial, region-mem, region-disk, moto (default all)")
+    parser.add_argument("--capacity-cost", action="store_true",
+                        help="only compare region-mem with --capacity modelled and unlimited (put and get)")
+    parser.add_argument("--cost-rounds", type=int, default=8, help="alternations of the settings for --capacity-cost")
     _baseline.add_arguments(parser)
     args = parser.parse_args()
     compared = _baseline.baseline_requested(args, __file__)
@@ -684,12 +785,13 @@ def main() -> int:
     args.items = args.items if args.items is not None else (50_000 if args.quick else 1_000_000)
     if len(os.sched_getaffinity(0)) < 2 and os.cpu_count() and os.cpu_count() < 2:
         print("warning: fewer than 2 cores; server and client share one", file=sys.stderr)
+    main_coroutine = capacity_cost(args) if args.capacity_cost else run(args)
     try:
         import uvloop
 
-        return uvloop.run(run(args))
+        return uvloop.run(main_coroutine)
     except ImportError:
-        return asyncio.run(run(args))
+        return asyncio.run(main_coroutine)
 
 
 if __name__ == "__main__":

@@ -109,15 +109,15 @@ def index_write_units(table, old: dict | None, new: dict | None) -> tuple[dict[s
     lsi: dict[str, float] = {}
     for indexes, out in ((table.gsis, gsi), (table.lsis, lsi)):
         for index in indexes:
-            units = sum(u for _pk, u in _index_parts(table, index, old, new))
+            units = sum(u for _key, u in _index_parts(table, index, old, new))
             if units:
                 out[index.name] = units
     return gsi, lsi
 
 
-def _index_parts(table, index, old: dict | None, new: dict | None) -> list[tuple[bytes, float]]:
-    """(index partition key, units) of each entry a change of one item writes in an index: none, one, or two (the
-    old entry deleted and the new one put when the index key changes)."""
+def _index_parts(table, index, old: dict | None, new: dict | None) -> list[tuple[tuple[bytes, bytes], float]]:
+    """(index key (partition, sort), units) of each entry a change of one item writes in an index: none, one, or
+    two (the old entry deleted and the new one put when the index key changes)."""
     old_key = index_key(index, old, strict=False)
     new_key = index_key(index, new, strict=False)
     if old_key is None and new_key is None:
@@ -126,14 +126,14 @@ def _index_parts(table, index, old: dict | None, new: dict | None) -> list[tuple
     before = project_item(old, names) if old_key is not None else None
     after = project_item(new, names) if new_key is not None else None
     if before is None:
-        return [(new_key[0], write_units(item_size(after)))]
+        return [(new_key, write_units(item_size(after)))]
     if after is None:
-        return [(old_key[0], write_units(item_size(before)))]
+        return [(old_key, write_units(item_size(before)))]
     if old_key != new_key:
-        return [(old_key[0], write_units(item_size(before))), (new_key[0], write_units(item_size(after)))]
+        return [(old_key, write_units(item_size(before))), (new_key, write_units(item_size(after)))]
     if before == after:
         return []
-    return [(new_key[0], write_units(max(item_size(before), item_size(after))))]
+    return [(new_key, write_units(max(item_size(before), item_size(after))))]
 
 
 # ---------------------------------------------------------------------------------------------------- charges
@@ -144,9 +144,11 @@ class Charge:
     """What one request consumed on one table, and where: the single source of ReturnConsumedCapacity and of the
     units the throughput model draws.
 
-    `places` lists (global index name, or None for the table, partition hash, units): every unit of `units`,
-    `gsi` and `lsi` appears there exactly once; local index units land on the table's partition (an LSI shares
-    the table's partitions and capacity).
+    `places` lists (global index name, or None for the table, partition hash, units, encoded partition key,
+    encoded sort key): every unit of `units`, `gsi` and `lsi` appears there exactly once; local index units land
+    on the table's partition (an LSI shares the table's partitions and capacity). The keys are what Contributor
+    Insights counts (contributor_insights.py); a partition key None is a charge no key is blamed for (a Scan page),
+    a sort key None one with no sort key to blame (a Query page, a table without a sort key).
     """
 
     table: str
@@ -155,7 +157,7 @@ class Charge:
     gsi: dict[str, float] = field(default_factory=dict)
     lsi: dict[str, float] = field(default_factory=dict)
     transactional: bool = False
-    places: list[tuple[str | None, int, float]] = field(default_factory=list)
+    places: list[tuple[str | None, int, float, bytes | None, bytes | None]] = field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -181,33 +183,48 @@ class Charge:
 
 
 def item_write_charge(
-    table, pk: bytes, old: dict | None, new: dict | None, size: int, transactional: bool = False
+    table,
+    pk: bytes,
+    old: dict | None,
+    new: dict | None,
+    size: int,
+    transactional: bool = False,
+    sk: bytes | None = None,
+    old_size: int | None = None,
 ) -> Charge:
     """One item write (`size`: the new item's, 0 for a delete): the larger of the old and new item, plus each
-    secondary index the change writes; doubled in a transaction."""
+    secondary index the change writes; doubled in a transaction. `old_size` is the old item's stored size when
+    the caller has it (else it is measured); `sk` the item's encoded sort key, for Contributor Insights."""
     factor = 2.0 if transactional else 1.0
-    units = write_units(max(size, 0 if old is None else item_size(old)), transactional)
+    if old_size is None:
+        old_size = 0 if old is None else item_size(old)
+    units = write_units(max(size, old_size), transactional)
     h = partition_hash(pk)
     charge = Charge(table.name, "write", units, transactional=transactional)
     on_table = units
     for index in table.lsis:
-        u = sum(part for _pk, part in _index_parts(table, index, old, new)) * factor
+        u = sum(part for _key, part in _index_parts(table, index, old, new)) * factor
         if u:
             charge.lsi[index.name] = u
             on_table += u
-    charge.places.append((None, h, on_table))
+    charge.places.append((None, h, on_table, pk, sk or None))
     for index in table.gsis:
         parts = _index_parts(table, index, old, new)
         if parts:
-            charge.gsi[index.name] = sum(u for _pk, u in parts) * factor
-            charge.places.extend((index.name, partition_hash(ipk), u * factor) for ipk, u in parts)
+            charge.gsi[index.name] = sum(u for _key, u in parts) * factor
+            charge.places.extend(
+                (index.name, partition_hash(ipk), u * factor, ipk, isk or None) for (ipk, isk), u in parts
+            )
     return charge
 
 
-def failed_write_charge(table, pk: bytes, old: dict | None, transactional: bool = False) -> Charge:
+def failed_write_charge(
+    table, pk: bytes, old: dict | None, transactional: bool = False, sk: bytes | None = None
+) -> Charge:
     """A conditional write whose condition failed: the existing item's size (the minimum without one)."""
     units = write_units(0 if old is None else item_size(old), transactional)
-    return Charge(table.name, "write", units, transactional=transactional, places=[(None, partition_hash(pk), units)])
+    places = [(None, partition_hash(pk), units, pk, sk or None)]
+    return Charge(table.name, "write", units, transactional=transactional, places=places)
 
 
 def read_charge(
@@ -218,17 +235,21 @@ def read_charge(
     transactional: bool = False,
     index=None,
     fetched: int | None = None,
+    pk: bytes | None = None,
+    sk: bytes | None = None,
 ) -> Charge:
     """A read of `size` bytes at partition hash `h`: of the table, or of `index` (a GSI on its own capacity, an LSI
-    on the table's, plus `fetched` bytes of table items an LSI read fetched)."""
+    on the table's, plus `fetched` bytes of table items an LSI read fetched). `pk` / `sk`: the encoded key read,
+    for Contributor Insights."""
     units = read_units(size, consistent, transactional)
+    sk = sk or None
     if index is None:
-        return Charge(table_name, "read", units, transactional=transactional, places=[(None, h, units)])
+        return Charge(table_name, "read", units, transactional=transactional, places=[(None, h, units, pk, sk)])
     table_units = read_units(fetched, consistent) if fetched is not None else 0.0
     if index.kind == "GSI":
-        places = [(index.name, h, units)]
+        places = [(index.name, h, units, pk, sk)]
         return Charge(table_name, "read", table_units, gsi={index.name: units}, places=places)
-    places = [(None, h, table_units + units)]
+    places = [(None, h, table_units + units, pk, sk)]
     return Charge(table_name, "read", table_units, lsi={index.name: units}, places=places)
 
 

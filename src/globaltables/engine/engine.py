@@ -30,6 +30,7 @@ from . import streams, table_arns
 from .answer import Answer
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .commit import NOTHING, CommitListener, CommitResult
+from .contributor_insights import ContributorInsights
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
 from .indexes import IndexManager
@@ -104,7 +105,11 @@ class Engine:
         self.ttl = TtlSweeper(store, clock, self.tables, self.faults, self.commit)
         # Capacity and throughput (throughput.py, docs/capacity.md): "modelled" throttles as DynamoDB does;
         # "unlimited" (None here) never throttles.
-        self.throughput: ThroughputModel | None = model_for(capacity, clock, self.tables, self._stored_sizes)
+        # Contributor Insights settings (contributor_insights.py), fed by the throughput model's charges.
+        self.contributor_insights = ContributorInsights()
+        self.throughput: ThroughputModel | None = model_for(
+            capacity, clock, self.tables, self._stored_sizes, self.contributor_insights
+        )
         self._side: list | None = None  # the side records of the commit in progress (step 2)
         self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
         self._install_commit_steps()
@@ -118,18 +123,27 @@ class Engine:
 
     def execute(self, operation: str, request: Any) -> Answer:
         """Run one operation: its response and the item version it read or wrote (answer.py)."""
-        handler = self.handler(operation)
-        if not isinstance(request, dict):
-            raise SerializationException("Start of structure or map found where not expected")
-        if (
-            is_arn(request.get("TableName"))
-            or "TransactItems" in request
-            or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
-        ):
-            request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
-            if given:  # only batches have keys to restore, and batches answer no version
-                return Answer(table_arns.restore_batch_keys(handler(self, request), given))  # type: ignore[arg-type]
-        result = handler(self, request)
+        throughput = self.throughput
+        try:
+            handler = self.handler(operation)
+            if not isinstance(request, dict):
+                raise SerializationException("Start of structure or map found where not expected")
+            given = None
+            if (
+                is_arn(request.get("TableName"))
+                or "TransactItems" in request
+                or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
+            ):
+                request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
+            result = handler(self, request)
+        except DynamoError:
+            if throughput is not None and throughput.throttled:  # failed with a throttle: ThrottledRequests
+                throughput.take_throttled(operation)
+            raise
+        if throughput is not None and throughput.throttled:  # some items of a batch were throttled, not the request
+            throughput.throttled.clear()
+        if given:  # only batches have keys to restore, and batches answer no version
+            return Answer(table_arns.restore_batch_keys(result, given))  # type: ignore[arg-type]
         return result if type(result) is Answer else Answer(result)  # type: ignore[arg-type]
 
     def handle(self, operation: str, request: Any) -> dict:
@@ -173,7 +187,13 @@ class Engine:
         return definition
 
     def save_table(self, definition: TableDefinition) -> None:
-        self.indexes.table_saved(self.tables.get(definition.name), definition)
+        previous = self.tables.get(definition.name)
+        if previous is not None and len(definition.gsis) < len(previous.gsis):  # a GSI deleted takes its settings
+            kept = {index.name for index in definition.gsis}
+            for index in previous.gsis:
+                if index.name not in kept:
+                    self.contributor_insights.forget_index(definition.name, index.name)
+        self.indexes.table_saved(previous, definition)
         self.store.save_table(definition.name, definition.to_dict())
         self.tables[definition.name] = definition
         self.change_log.table_saved(definition)  # a stream enabled or disabled
@@ -185,6 +205,7 @@ class Engine:
         self.change_log.table_dropped(name)
         self.store.drop_table(name)
         del self.tables[name]
+        self.contributor_insights.forget(name)
         if self.throughput is not None:
             self.throughput.forget(name)
 

@@ -42,7 +42,7 @@ from .schema import (
     IndexDefinition,
     TableDefinition,
 )
-from .storage.records import ItemWrite, partition_hash
+from .storage.records import HASH_SPACE, ItemWrite, partition_hash
 from .values import encode_key_value, item_size, join_key_bytes
 
 ITEM_COLLECTION_LIMIT_BYTES = 10 * 1024**3
@@ -319,6 +319,14 @@ class IndexManager:
     @property
     def pending_work(self) -> bool:
         return bool(self._purges or self._backfills)
+
+    def backfill_progress(self, table_name: str, index_name: str) -> float | None:
+        """How far a GSI's backfill is, 0 to 100 (OnlineIndexPercentageProgress), or None when none runs: the
+        partition-hash position it resumes from, out of the hash space it scans in order (hashes are uniform)."""
+        if (table_name, index_name) not in self._backfills:
+            return None
+        resume = self._backfills[(table_name, index_name)]
+        return 0.0 if resume is None else resume[0] * 100.0 / HASH_SPACE
 
     def step(self) -> bool:
         """Do one bounded chunk of background work (purge or backfill); whether work remains."""

@@ -38,6 +38,7 @@ def handle_many(engine: Engine, operation: str, requests: list[Any]) -> list[Res
         except DynamoError as error:
             prepared.append(error)
     results: list[Result] = []
+    throughput = engine.throughput
     for write in prepared:
         if isinstance(write, DynamoError):
             results.append((write, None))
@@ -46,4 +47,6 @@ def handle_many(engine: Engine, operation: str, requests: list[Any]) -> list[Res
             results.append(execute(engine, write))
         except DynamoError as error:
             results.append((error, None))  # a refused write wrote nothing and reports no version
+            if throughput is not None and throughput.throttled:  # as Engine.execute counts it
+                throughput.take_throttled(operation)
     return results

@@ -26,6 +26,16 @@ A draw larger than a bucket's depth (a 400 KB write on one partition, a 4 MB tra
 leaves it in debt, repaid by the refill before anything else is served; so every request can succeed eventually,
 while the rate over any interval stays within the bucket's rate plus its depth. Each item of a batch or
 transaction is checked on its own.
+
+Cost (bench/capacity.py in process, bench/region_throughput.py --capacity-cost through a region): a GetItem and a
+write that touches no secondary index are charged by `charge_one`, from scalars (the units from the stored item
+size the read returned, the hash the store computed), against the table's buckets looked up once per configuration
+(`TableThroughput.lane`); no Charge, dict or list is built and no ARN is formatted unless the request is throttled.
+
+Metrics: every resource counts what CloudWatch publishes for it (consumed units, throttle events, events by limit
+type) and feeds its Contributor Insights tracker when one is enabled (contributor_insights.py); `throttled` tells
+the engine which tables a failed request was throttled on (ThrottledRequests). region/capacity_metrics.py renders
+them; docs/capacity.md, decisions 17-20.
 """
 
 from __future__ import annotations
@@ -64,13 +74,18 @@ class Bucket:
 
     def refill(self, now: float) -> None:
         if now > self.last:
-            self.level = min(self.depth, self.level + (now - self.last) * self.rate)
+            level = self.level + (now - self.last) * self.rate
+            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
             self.last = now
 
     def admits(self, cost: float, now: float) -> bool:
-        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt)."""
-        self.refill(now)
-        return self.level >= min(cost, self.depth)
+        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt). The
+        refill is lazy: only a bucket a request draws from is brought up to date, by the time since its last draw."""
+        if now > self.last:
+            level = self.level + (now - self.last) * self.rate
+            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
+            self.last = now
+        return self.level >= (cost if cost < self.depth else self.depth)  # noqa: FURB136
 
     def retune(self, rate: float, depth: float, now: float) -> None:
         """A new rate from now on (UpdateTable): what accrued so far stays, up to the new depth."""
@@ -82,24 +97,29 @@ class Bucket:
 class Peak:
     """The highest one-second consumption of one kind, counted once it is 30 minutes old."""
 
-    __slots__ = ("pending", "second", "used", "value")
+    __slots__ = ("ends", "pending", "second", "used", "value")
 
     def __init__(self, value: float) -> None:
         self.value = value
         self.second: int | None = None
+        self.ends = -math.inf  # when the current second ends: until then a record is one addition
         self.used = 0.0
         self.pending: list[tuple[float, float]] = []  # (when it happened, consumption), consumption increasing
 
     def record(self, now: float, units: float, sustained: float) -> bool:
         """Count `units` consumed at `now`; whether the previous peak rose. A second's consumption counts up to
         `sustained`, what the partitions serve in a second: the second of throughput full buckets start with
-        is not a peak."""
+        is not a peak. Pending peaks mature at whole seconds, so looking at them once a second is exact."""
+        if now < self.ends:
+            self.used += units
+            return False
         second = math.floor(now)
         if second != self.second:
             used = min(self.used, sustained)
             if self.second is not None and used > max(self.value, self.pending[-1][1] if self.pending else 0):
                 self.pending.append((self.second + 1.0, used))
             self.second, self.used = second, 0.0
+            self.ends = second + 1.0
         self.used += units
         rose = False
         while self.pending and self.pending[0][0] <= now - PEAK_MATURITY_S:
@@ -114,11 +134,13 @@ def _units(spec: dict | None, member: str) -> float:
 
 
 class Resource:
-    """The buckets of a table or of one of its GSIs."""
+    """The buckets of a table or of one of its GSIs, and what CloudWatch would count for it (metrics)."""
 
-    def __init__(self, resource_type: str, arn: str) -> None:
+    def __init__(self, resource_type: str, arn: str, name: str | None = None, has_sort_key: bool = False) -> None:
         self.resource_type = resource_type  # "Table" or "Index"
         self.arn = arn
+        self.name = name  # the GSI's name, None for the table
+        self.has_sort_key = has_sort_key
         self.count = 0
         self.parts: list[Bucket] = []
         self.provisioned: dict[str, Bucket] = {}  # kind -> bucket, provisioned mode only
@@ -127,6 +149,12 @@ class Resource:
         self.warm = 0  # partitions the WarmThroughput asks for
         self.highest = {"read": 0.0, "write": 0.0}  # the highest rates ever provisioned
         self.size = 0
+        # CloudWatch's counts (docs/capacity.md, decision 17): units served, throttle events, and throttle events by
+        # the limit type that refused them ((kind, limit type) -> events).
+        self.consumed = {"read": 0.0, "write": 0.0}
+        self.events = {"read": 0, "write": 0}
+        self.reasons: dict[tuple[str, str], int] = {}
+        self.insights = None  # contributor_insights.KeyTracker while Contributor Insights is enabled here
 
     def configure(self, on_demand: bool, spec, now: float) -> None:
         """Rates from the definition (`spec`: the TableDefinition or IndexDefinition), kept buckets retuned."""
@@ -183,23 +211,51 @@ class TableThroughput:
     """One table's resources: the table, each GSI, and the per-table on-demand quota."""
 
     def __init__(self, table) -> None:
+        self.name = table.name
         self.table_id = table.table_id
         self.definition = None
         self.resources: dict[str | None, Resource] = {}
         self.quota: dict[str, Bucket] = {}
         self.sized_at = -math.inf
+        self.throttled_requests: dict[str, int] = {}  # operation -> requests throttled (ThrottledRequests)
+        # kind -> the table's own buckets for `charge_one`, looked up once per configuration, not per request:
+        # (resource, OnDemandThroughput cap, quota, provisioned bucket, partition share of a unit, peak, per partition)
+        self.lanes: dict[str, tuple] = {}
+
+    def lane(self, kind: str) -> tuple:
+        lane = self.lanes.get(kind)
+        if lane is None:
+            resource = self.resources[None]
+            peak = resource.peaks[kind] if resource.peaks is not None else None
+            lane = self.lanes[kind] = (
+                resource, resource.caps.get(kind), self.quota.get(kind), resource.provisioned.get(kind),
+                _SHARE[kind], peak, _PER_PARTITION[kind],
+            )  # fmt: skip
+        return lane
+
+
+_SHARE = {"read": 1.0 / partitions.PARTITION_READ_UNITS, "write": 1.0 / partitions.PARTITION_WRITE_UNITS}
+_PER_PARTITION = {"read": partitions.PARTITION_READ_UNITS, "write": partitions.PARTITION_WRITE_UNITS}
+_OPERATION = {"read": "Read", "write": "Write"}
 
 
 class ThroughputModel:
     """One engine's buckets. Its dependencies are narrow: the clock, the table registry (name -> definition) and
-    `sizes(table)`, the stored bytes of the table (key None) and of each of its GSIs (key: index name)."""
+    `sizes(table)`, the stored bytes of the table (key None) and of each of its GSIs (key: index name); and, to
+    feed Contributor Insights, the engine's settings (contributor_insights.py), whose changes it listens to."""
 
-    def __init__(self, clock, tables, sizes, settings: CapacitySettings | None = None) -> None:
+    def __init__(self, clock, tables, sizes, settings: CapacitySettings | None = None, insights=None) -> None:
         self.clock = clock
         self.tables_by_name = tables
         self.sizes = sizes
         self.settings = settings or CapacitySettings()
         self.tables: dict[str, TableThroughput] = {}
+        self.insights = insights
+        if insights is not None:
+            insights.listeners.append(self._attach_insights)
+        # The tables a throttle refused something of since the engine last looked (`take_throttled`): a request
+        # that fails with a throttle counts once in each one's ThrottledRequests.
+        self.throttled: set[str] = set()
 
     # ------------------------------------------------------------------------------------------------- admission
 
@@ -209,55 +265,101 @@ class ThroughputModel:
         if throttle is not None:
             raise throttle.error()
 
+    def charge_one(self, table: str, kind: str, h: int, units: float, pk: bytes | None, sk: bytes | None) -> None:
+        """`charge` of `units` on the table itself (no index), at partition hash `h`: the fast path of a GetItem or
+        an index-free write, with no Charge built."""
+        now = self.clock.monotonic()
+        state = self.tables.get(table)
+        if state is None or state.definition is not self.tables_by_name[table] or now - state.sized_at >= SIZE_RECHECK_S:
+            state = self._state(table, now)
+        resource, cap, quota, provisioned, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
+        part = resource.parts[h * resource.count >> 32]  # partitions.partition_of, inlined
+        share = units * unit_share
+        if now > part.last:  # Bucket.admits, inlined for a partition (rate 1, depth 1)
+            level = part.level + (now - part.last)
+            part.level = level if level < 1.0 else 1.0  # noqa: FURB136
+            part.last = now
+        if (
+            part.level >= (share if share < 1.0 else 1.0)  # noqa: FURB136
+            and (cap is None or cap.admits(units, now))
+            and (quota is None or quota.admits(units, now))
+            and (provisioned is None or provisioned.admits(units, now))
+        ):
+            if cap is not None:
+                cap.level -= units
+            if quota is not None:
+                quota.level -= units
+            if provisioned is not None:
+                provisioned.level -= units
+            part.level -= share
+            resource.consumed[kind] += units
+            if resource.insights is not None and pk is not None:
+                resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
+            if peak is not None and peak.record(now, units, resource.count * per_partition):
+                resource.resize(now)
+            return
+        throttle = self._one(state, kind, None, h, units, units, pk, sk, now)  # refused: which limit, and counted
+        if throttle is not None:
+            raise throttle.error()
+
     def try_charge(self, charge: Charge) -> Throttle | None:
         """Draw `charge` and return None, or draw nothing and return why not."""
         if len(charge.places) == 1:
-            return self._try_one_place(charge)
+            now = self.clock.monotonic()
+            state = self._state(charge.table, now)
+            name, h, units, pk, sk = charge.places[0]
+            return self._one(state, charge.kind, name, h, units, charge.total, pk, sk, now)
         state, now, draws = self._draws(charge)
         throttle = self._refused(state, charge, draws, now)
         if throttle is None:
             self._draw(state, charge, draws, now)
+        else:
+            self._count_throttle(state, charge.kind, charge.places, throttle, now)
         return throttle
 
-    def _try_one_place(self, charge: Charge) -> Throttle | None:
-        """`try_charge` of a charge on one partition of one resource (most requests), without the lists: the same
-        limits in the same order as `_draws`."""
-        now = self.clock.monotonic()
-        state = self._state(charge.table, now)
-        kind = charge.kind
-        name, h, units = charge.places[0]
+    def _one(
+        self, state: TableThroughput, kind: str, name: str | None, h: int, units: float, total: float,
+        pk: bytes | None, sk: bytes | None, now: float,
+    ) -> Throttle | None:  # fmt: skip
+        """A charge on one partition of one resource (most requests), without the lists: the same limits in the
+        same order as `_draws`."""
         resource = state.resources.get(name)
         if resource is None:
             return None
-        cap = resource.caps.get(kind)
-        quota = state.quota.get(kind)
-        provisioned = resource.provisioned.get(kind)
-        part = resource.partition(h)
-        share = partitions.share(kind, units)
-        total = charge.total if quota is not None else 0.0
+        cap = resource.caps.get(kind) if resource.caps else None
+        quota = state.quota.get(kind) if state.quota else None
+        provisioned = resource.provisioned.get(kind) if resource.provisioned else None
+        part = resource.parts[h * resource.count >> 32] if resource.count else None
+        share = units * _SHARE[kind]
         limit = None
+        refused = resource
         if cap is not None and not cap.admits(units, now):
             limit = MAX_ON_DEMAND
         elif quota is not None and not quota.admits(total, now):
-            limit, resource = ACCOUNT_LIMIT, state.resources[None]
+            limit, refused = ACCOUNT_LIMIT, state.resources[None]
         elif provisioned is not None and not provisioned.admits(units, now):
             limit = PROVISIONED
-        elif not part.admits(share, now):
+        elif part is not None and not part.admits(share, now):
             limit = KEY_RANGE
         if limit is not None:
-            operation = "Read" if kind == "read" else "Write"
-            return Throttle(
-                resource.resource_type, operation, limit, resource.arn, state.resources[None].peaks is not None
+            throttle = Throttle(
+                refused.resource_type, _OPERATION[kind], limit, refused.arn, state.resources[None].peaks is not None
             )
+            self._count_throttle(state, kind, ((name, h, units, pk, sk),), throttle, now, refused)
+            return throttle
         if cap is not None:
             cap.level -= units
         if quota is not None:
             quota.level -= total
         if provisioned is not None:
             provisioned.level -= units
-        part.level -= share
+        if part is not None:
+            part.level -= share
+        resource.consumed[kind] += units
+        if resource.insights is not None and pk is not None:
+            resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
         peaks = resource.peaks
-        if peaks is not None and peaks[kind].record(now, units, resource.count / partitions.share(kind, 1.0)):
+        if peaks is not None and peaks[kind].record(now, units, resource.count * _PER_PARTITION[kind]):
             resource.resize(now)
         return None
 
@@ -288,13 +390,16 @@ class ThroughputModel:
         planned = [(charge, *self._draws(charge)) for charge in charges]
         throttles = [self._refused(state, charge, draws, now) for charge, state, now, draws in planned]
         if any(throttles):
+            for (charge, state, now, _draws), throttle in zip(planned, throttles, strict=True):
+                if throttle is not None:
+                    self._count_throttle(state, charge.kind, charge.places, throttle, now)
             return throttles
         for charge, state, now, draws in planned:
             self._draw(state, charge, draws, now)
         return None
 
     def check(self, charge: Charge) -> Throttle | None:
-        """The first limit `charge` would hit, or None; draws nothing."""
+        """The first limit `charge` would hit, or None; draws nothing and counts nothing."""
         state, now, draws = self._draws(charge)
         return self._refused(state, charge, draws, now)
 
@@ -309,7 +414,7 @@ class ThroughputModel:
         first: list[tuple[Bucket, float, Resource, str]] = []
         provisioned: list[tuple[Bucket, float, Resource, str]] = []
         parts: list[tuple[Bucket, float, Resource, str]] = []
-        for name, h, units in charge.places:
+        for name, h, units, _pk, _sk in charge.places:
             resource = resources.get(name)
             if resource is None:  # an index dropped since the charge was made
                 continue
@@ -337,15 +442,51 @@ class ThroughputModel:
         for bucket, cost, _resource, _limit in draws:
             bucket.refill(now)
             bucket.level -= cost
-        if state.resources[None].peaks is None:
-            return
         kind = charge.kind
-        for name, _h, units in charge.places:  # on demand: a new peak splits partitions, 30 minutes on
+        weight = 3.0 if kind == "write" else 1.0
+        on_demand = state.resources[None].peaks is not None
+        for name, _h, units, pk, sk in charge.places:
             resource = state.resources.get(name)
-            if resource is not None and resource.peaks is not None:
-                sustained = resource.count / partitions.share(kind, 1.0)
-                if resource.peaks[kind].record(now, units, sustained):
-                    resource.resize(now)
+            if resource is None:
+                continue
+            resource.consumed[kind] += units
+            if resource.insights is not None and pk is not None:
+                resource.insights.accessed(pk, sk, units * weight, now)
+            peaks = resource.peaks if on_demand else None
+            if peaks is not None and peaks[kind].record(now, units, resource.count * _PER_PARTITION[kind]):
+                resource.resize(now)  # a new peak splits partitions, 30 minutes on
+
+    def _count_throttle(
+        self, state: TableThroughput, kind: str, places, throttle: Throttle, now: float, refused: Resource | None = None
+    ) -> None:
+        """What CloudWatch counts for a refused charge (capacity-facts §6; docs/capacity.md, decision 16): one
+        Read/WriteThrottleEvent on the table and on each GSI the charge would have drawn from, one event of the
+        refusing limit's type on the refusing resource, one ThrottleCount for the key on the refusing resource's
+        Contributor Insights (so a table write a GSI refused is not blamed on the table's key)."""
+        self.throttled.add(state.name)
+        if refused is None:
+            refused = next(r for r in state.resources.values() if r.arn == throttle.resource)
+        seen: set = set()
+        for name, _h, _units, pk, sk in places:
+            resource = state.resources.get(name)
+            if resource is None:
+                continue
+            if name not in seen:
+                seen.add(name)
+                resource.events[kind] += 1
+            if resource is refused and resource.insights is not None and pk is not None:
+                resource.insights.throttled(pk, sk, now)
+        key = (kind, throttle.limit)
+        refused.reasons[key] = refused.reasons.get(key, 0) + 1
+
+    def take_throttled(self, operation: str) -> None:
+        """The request that just ended failed with a throttle: one ThrottledRequests for `operation` on each table
+        it was throttled on."""
+        for name in self.throttled:
+            state = self.tables.get(name)
+            if state is not None:
+                state.throttled_requests[operation] = state.throttled_requests.get(operation, 0) + 1
+        self.throttled.clear()
 
     # ------------------------------------------------------------------------------------------------- the tables
 
@@ -370,8 +511,13 @@ class ThroughputModel:
             resource = state.resources.get(name)
             if resource is None:
                 arn = table.arn if name is None else table.index_arn(name)
-                resource = state.resources[name] = Resource("Table" if name is None else "Index", arn)
+                has_sort_key = (table.key if name is None else spec.key).range_name is not None
+                resource = Resource("Table" if name is None else "Index", arn, name, has_sort_key)
+                state.resources[name] = resource
+                if self.insights is not None:
+                    resource.insights = self.insights.tracker(table.name, name)
             resource.configure(on_demand, spec, now)
+        state.lanes = {}  # new buckets: looked up again
         if not on_demand:
             state.quota = {}
         elif not state.quota:
@@ -393,14 +539,32 @@ class ThroughputModel:
     def forget(self, name: str) -> None:
         self.tables.pop(name, None)
 
+    def _attach_insights(self, name: str) -> None:
+        """Contributor Insights changed on table `name`: its resources take the trackers now configured."""
+        state = self.tables.get(name)
+        if state is None and name in self.tables_by_name:
+            state = self._state(name, self.clock.monotonic())
+        if state is None:
+            return
+        for index, resource in state.resources.items():
+            resource.insights = self.insights.tracker(name, index)
 
-def model_for(capacity, clock, tables, sizes) -> ThroughputModel | None:
+    def state(self, name: str) -> TableThroughput | None:
+        """The table's throughput state (for its metrics), made now if it has none yet; None for a table being
+        created or deleted."""
+        table = self.tables_by_name.get(name)
+        if table is None or table.status in ("CREATING", "DELETING"):
+            return self.tables.get(name)
+        return self._state(name, self.clock.monotonic())
+
+
+def model_for(capacity, clock, tables, sizes, insights=None) -> ThroughputModel | None:
     """The engine's model for its `capacity` option: "modelled" (DynamoDB's limits), "unlimited" (no model), or
     CapacitySettings (modelled, with other quotas)."""
     if isinstance(capacity, CapacitySettings):
-        return ThroughputModel(clock, tables, sizes, capacity)
+        return ThroughputModel(clock, tables, sizes, capacity, insights)
     if capacity == MODELLED:
-        return ThroughputModel(clock, tables, sizes)
+        return ThroughputModel(clock, tables, sizes, insights=insights)
     if capacity == UNLIMITED:
         return None
     raise ValueError(f"capacity must be one of {', '.join(CAPACITY_OPTIONS)}, not {capacity!r}")

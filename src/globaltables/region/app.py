@@ -90,6 +90,19 @@ async def expiry_work(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def metrics_route(render: Callable[[], str]) -> web.RouteDef:
+    """`GET /metrics`: the Prometheus text `render` gives. Read-only and bound to 127.0.0.1 like every endpoint; no
+    secret, so a stock Prometheus can scrape it."""
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.Response(body=render().encode(), headers={"Content-Type": PROMETHEUS_TEXT})
+
+    return web.get("/metrics", metrics)
+
+
 def make_runner(app: web.Application, **options: Any) -> web.AppRunner:
     """The runner every region serves its app with. aiohttp must not decode request bodies itself: the DynamoDB
     handler decodes them (content_coding.py), the same way the HTTP front does, so both paths see the same bytes."""

@@ -8,8 +8,9 @@
     POST /control/strong   one step of a table made strong (MRSC) through UpdateTable (region/strong_conversion.py)
     GET  /control/apply-decisions   every replicated record this region applied or found lost to a newer version,
                            timed on the machine's monotonic clock (region/apply_decisions.py)
-    GET  /metrics          Prometheus text: ReplicationLatency, PendingReplicationCount (replication_metrics.py);
-                           the only endpoint here without the secret (read-only)
+    GET  /metrics          Prometheus text: ReplicationLatency, PendingReplicationCount (replication_metrics.py),
+                           and the capacity metrics and Contributor Insights top keys (capacity_metrics.py); the
+                           only endpoint here without the secret (read-only)
     POST /control/faults   {"heal": true}                         every fault off: no grudges, topology latency,
                                                                   topology clock offset (applied first if given)
                            {"grudges": ["eu-west-1", ...]}        the senders this region refuses to hear (replaces)
@@ -47,6 +48,8 @@ from aiohttp import web
 from ..replication.mrsc.node import PLANTED_BUGS
 from ..runtime.link import settings_field
 from ..runtime.specs import Bool, Choice, Field, Invalid, ListOf, MapOf, Number, Struct, Value, check_members, render
+from . import capacity_metrics
+from .app import metrics_route
 from .control_steps import json_response
 from .http_transport import LinkDelay
 from .replication_host import ReplicationHost
@@ -205,14 +208,8 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         host.set_endpoints(checked(body, endpoints_spec)["endpoints"])
         return json_response({"ok": True})
 
-    async def metrics(_request: web.Request) -> web.Response:
-        # Read-only and bound to 127.0.0.1 like every endpoint; no secret, so a stock Prometheus can scrape it.
-        return web.Response(
-            body=host.prometheus().encode(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
-        )
-
     return [
-        web.get("/metrics", metrics),
+        metrics_route(lambda: host.prometheus() + capacity_metrics.prometheus_text(host.engine)),
         # Replicas added and removed (MREC only: a strong-mode host has no such route, its membership is fixed).
         *([host.coordinator.route(transport.authenticated)] if hasattr(host, "coordinator") else []),
         # Tables made strong through UpdateTable (strong mode only: region/strong_conversion.py).

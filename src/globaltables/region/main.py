@@ -31,7 +31,8 @@ from ..engine.engine import Engine
 from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
 from ..runtime.task_owner import task_owner
-from .app import DYNAMODB_ANSWER, make_app, make_runner
+from . import capacity_metrics
+from .app import DYNAMODB_ANSWER, make_app, make_runner, metrics_route
 from .host_base import RegionHost
 from .http_front import HttpFront
 from .replication_host import ReplicationSettings
@@ -126,7 +127,12 @@ async def serve_store(config: RegionConfig) -> None:
                 stream_retention_s=config.stream_retention_s,
                 capacity=config.capacity,
             )
-            app = make_app(engine, ttl_sweep_interval_s=config.ttl_sweep_interval_s, signing=signing_of(config, engine))
+            app = make_app(
+                engine,
+                ttl_sweep_interval_s=config.ttl_sweep_interval_s,
+                routes=[metrics_route(lambda: capacity_metrics.prometheus_text(engine))],  # as a topology's regions
+                signing=signing_of(config, engine),
+            )
         else:
             engine, app, host = replicated_region(config, store)
         runner = make_runner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)

@@ -117,7 +117,7 @@ def handle(engine, request: dict) -> dict:
                     left.append(raw)
                     continue
             if throughput is not None or want_capacity:
-                charge = capacity.read_charge(table.name, partition_hash(pk), whole, consistent)
+                charge = capacity.read_charge(table.name, partition_hash(pk), whole, consistent, pk=pk, sk=sk)
                 if throughput is not None:
                     throttle = throughput.try_charge(charge)
                     if throttle is not None:

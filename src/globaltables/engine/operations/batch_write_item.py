@@ -113,7 +113,7 @@ def handle(engine, request: dict) -> dict:
                 continue
             old = get(table.name, pk, sk)
             if throughput is not None:
-                throttle = throughput.try_charge(capacity.item_write_charge(table, pk, old, item, size))
+                throttle = throughput.try_charge(capacity.item_write_charge(table, pk, old, item, size, sk=sk))
                 if throttle is not None:
                     throttles.append(throttle)
                     unprocessed.setdefault(table.name, []).append(original)

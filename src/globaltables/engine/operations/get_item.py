@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import capacity
 from ..answer import Answer
+from ..capacity import READ_UNIT_BYTES
 from ..expressions import legacy, parse_projection, project
-from ..storage.records import partition_hash
 from ..validation import Bool, Field, Map, Str, TableNameField, check_request
 from ..values import item_size
 from .read_modify_write import RETURN_CONSUMED_CAPACITY, expression_context
@@ -33,21 +33,30 @@ def handle(engine, request: dict) -> Answer:
         paths = legacy.projection(request["AttributesToGet"])
     ctx.check_unused()
     version = None
+    throughput = engine.throughput
+    size = -1  # not known yet
     if engine.versions is None:
-        item = engine.store.get(table.name, pk, sk)
+        if throughput is None:
+            item = engine.store.get(table.name, pk, sk)
+        else:  # the stored size and the key's hash: nothing to measure or hash again
+            item, size, h = engine.store.get_sized(table.name, pk, sk)
     else:
-        item, version, tombstone = engine.store.get_record(table.name, pk, sk)
+        if throughput is None:
+            item, version, tombstone = engine.store.get_record(table.name, pk, sk)
+        else:
+            item, version, tombstone, size, h = engine.store.get_record_sized(table.name, pk, sk)
         if tombstone:
             version = None
+    consistent = bool(request.get("ConsistentRead", False))
+    if throughput is not None:  # throttled: the item is not returned
+        units = float(-(-size // READ_UNIT_BYTES) or 1)  # capacity.read_units, inlined
+        throughput.charge_one(table.name, "read", h, units if consistent else units / 2, pk, sk)
     response: dict = {}
     if item is not None:
         response["Item"] = project(item, paths) if paths is not None else item
     mode = request.get("ReturnConsumedCapacity")
-    if capacity.wanted(mode) or engine.throughput is not None:
-        size = item_size(item) if item else 0
-        charge = capacity.read_charge(table.name, partition_hash(pk), size, bool(request.get("ConsistentRead", False)))
-        if engine.throughput is not None:
-            engine.throughput.charge(charge)  # throttled: the item is not returned
-        if capacity.wanted(mode):
-            response["ConsumedCapacity"] = charge.consumed(mode)
+    if capacity.wanted(mode):
+        if size < 0:
+            size = item_size(item) if item else 0
+        response["ConsumedCapacity"] = capacity.read_charge(table.name, 0, size, consistent).consumed(mode)
     return Answer(response, version)

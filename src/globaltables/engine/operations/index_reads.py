@@ -180,7 +180,9 @@ class IndexRead:
 
     # ------------------------------------------------------------------------------------------------- capacity
 
-    def charge(self, read_bytes: int, consistent: bool, h: int) -> capacity.Charge:
+    def charge(self, read_bytes: int, consistent: bool, h: int, pk: bytes | None = None) -> capacity.Charge:
         """Read capacity of a page: the index entries read, plus the table items an LSI read fetched."""
         fetched = self.fetched_bytes if self.fetch else None
-        return capacity.read_charge(self.table.name, h, read_bytes, consistent, index=self.index, fetched=fetched)
+        return capacity.read_charge(
+            self.table.name, h, read_bytes, consistent, index=self.index, fetched=fetched, pk=pk
+        )

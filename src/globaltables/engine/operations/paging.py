@@ -103,11 +103,13 @@ def read_page(
     index: Any = None,
     throughput: Any = None,
     place: int | None = None,
+    key: bytes | None = None,
 ) -> dict:
     """One page of `rows`; `index` (an `index_reads.IndexRead`) when they are a secondary index's entries.
 
     `throughput` is the engine's model (None: unlimited); the page's charge lands on partition hash `place` (a
-    Query's partition key), or, for a Scan, where the page began (docs/capacity.md, decision 9)."""
+    Query's partition key), or, for a Scan, where the page began (docs/capacity.md, decision 9). `key` is the
+    Query's encoded partition key, which Contributor Insights counts the page against (a Scan's none)."""
     items: list[dict] = []
     scanned = 0
     read_bytes = 0
@@ -141,9 +143,9 @@ def read_page(
     if place is None:
         place = first.h if first is not None else 0
     if index is not None:
-        charge = index.charge(read_bytes, plan.consistent, place)
+        charge = index.charge(read_bytes, plan.consistent, place, key)
     else:
-        charge = capacity.read_charge(table_name, place, read_bytes, plan.consistent)
+        charge = capacity.read_charge(table_name, place, read_bytes, plan.consistent, pk=key)
     if throughput is not None:
         throughput.charge(charge)  # throttled: the page is not returned
     consumed = charge.consumed(plan.return_capacity)

@@ -125,7 +125,7 @@ def handle(engine, request: dict) -> dict:
     if index is not None:
         start = index.query_start(request.get("ExclusiveStartKey"), condition, pk, lower, upper)
         rows = index.query(pk, lower, upper, forward, start)
-        return read_page(rows, plan, table.name, index.last_key, index, engine.throughput, partition_hash(pk))
+        return read_page(rows, plan, table.name, index.last_key, index, engine.throughput, partition_hash(pk), pk)
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
@@ -136,7 +136,7 @@ def handle(engine, request: dict) -> dict:
         start_after = start_sk
     rows = engine.store.query(table.name, pk, lower, upper, forward, start_after)
     page = read_page(
-        rows, plan, table.name, lambda row: table.key.key_of(row.item), None, engine.throughput, partition_hash(pk)
+        rows, plan, table.name, lambda row: table.key.key_of(row.item), None, engine.throughput, partition_hash(pk), pk
     )
     if table.key.range_name is None:
         page.pop("LastEvaluatedKey", None)  # the one item a hash-only Query can read leaves nothing to resume

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import capacity
 from ..answer import Answer
+from ..capacity import WRITE_UNIT_BYTES
 from ..errors import ConditionalCheckFailedException, ValidationException
 from ..expressions import ExpressionContext, check_expression_parameters, evaluate_condition, parse_condition
 from ..expressions.legacy import WRITE_FIELDS as LEGACY_WRITE_FIELDS
@@ -120,26 +121,40 @@ def execute(engine, request: WriteRequest) -> Answer:
     table = request.table
     if engine.faults.held:  # an injected in-flight transaction (faults.py); an empty dict costs nothing
         engine.faults.check_write(table.name, request.pk, request.sk)
-    if engine.versions is None:
-        old = engine.store.get(table.name, request.pk, request.sk)
-        old_version, had_tombstone = None, False
-    else:
-        old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
     throughput = engine.throughput
+    # The old item's stored size and the key's hash, read with it when the throughput model will charge it.
+    old_size = h = None
+    if engine.versions is None:
+        if throughput is None:
+            old = engine.store.get(table.name, request.pk, request.sk)
+        else:
+            old, old_size, h = engine.store.get_sized(table.name, request.pk, request.sk)
+        old_version, had_tombstone = None, False
+    elif throughput is None:
+        old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
+    else:
+        old, old_version, had_tombstone, old_size, h = engine.store.get_record_sized(
+            table.name, request.pk, request.sk
+        )
     if throughput is None:
         request.check_condition(old)
     else:
         try:
             request.check_condition(old)
         except ConditionalCheckFailedException:  # a failed condition consumes too (unless throttled first)
-            throughput.charge(capacity.failed_write_charge(table, request.pk, old))
+            units = capacity.write_units(old_size)
+            throughput.charge_one(table.name, "write", h, units, request.pk, request.sk)
             raise
     new = request.apply(old)
     size = validate_item_size(new, request.size_error) if new is not None else 0
     charge = None
     if throughput is not None:  # throttled: nothing written, nothing drawn (throughput.py)
-        charge = capacity.item_write_charge(table, request.pk, old, new, size)
-        throughput.charge(charge)
+        if table.gsis or table.lsis:
+            charge = capacity.item_write_charge(table, request.pk, old, new, size, sk=request.sk, old_size=old_size)
+            throughput.charge(charge)
+        else:  # the table's own partition only: no Charge to build
+            units = float(-(-max(size, old_size) // WRITE_UNIT_BYTES) or 1)  # capacity.write_units, inlined
+            throughput.charge_one(table.name, "write", h, units, request.pk, request.sk)
     if new is not None or old is not None:
         write = ItemWrite(
             table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone

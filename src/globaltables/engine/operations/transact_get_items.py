@@ -82,7 +82,9 @@ def handle(engine, request: dict) -> dict:
         item = get(g.table.name, g.pk, g.sk)
         size = item_size(item) if item is not None else 0
         read_bytes += size
-        charge = capacity.read_charge(g.table.name, partition_hash(g.pk), size, True, transactional=True)
+        charge = capacity.read_charge(
+            g.table.name, partition_hash(g.pk), size, True, transactional=True, pk=g.pk, sk=g.sk
+        )
         charges.append(charge)
         tally.add_charge(charge)
         if item is None:

@@ -245,7 +245,9 @@ def evaluate(
             # Every action, condition checks included (their "new" item is the old one: no index changes), is
             # billed as a transactional write of its larger version; the secondary indexes a write changes cost
             # double too.
-            charges.append(capacity.item_write_charge(action.table, action.pk, old, new, size, transactional=True))
+            charges.append(
+                capacity.item_write_charge(action.table, action.pk, old, new, size, transactional=True, sk=action.sk)
+            )
     return writes, reasons, failed, charges
 
 

@@ -221,6 +221,23 @@ class MemoryStore:
         row = self.items[self._tids[table]].get((partition_hash(pk), pk, sk))
         return orjson.loads(row[0]) if row is not None else None
 
+    def get_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, int, int]:
+        """`get` with the item's stored size (0 without one) and the key's partition hash: what the throughput
+        model charges, and where, with nothing measured or hashed again."""
+        h = partition_hash(pk)
+        row = self.items[self._tids[table]].get((h, pk, sk))
+        return (orjson.loads(row[0]), row[1], h) if row is not None else (None, 0, h)
+
+    def get_record_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool, int, int]:
+        """`get_record` with the live item's stored size (0 without one) and the key's partition hash."""
+        tid = self._tids[table]
+        h = partition_hash(pk)
+        row = self.items[tid].get((h, pk, sk))
+        if row is not None:
+            return orjson.loads(row[0]), row[2], False, row[1], h
+        tombstone = self.tombstones[tid].get((pk, sk))
+        return (None, tombstone[0], True, 0, h) if tombstone is not None else (None, None, False, 0, h)
+
     def get_record(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool]:
         tid = self._tids[table]
         row = self.items[tid].get((partition_hash(pk), pk, sk))

@@ -252,6 +252,29 @@ class SqliteStore:
         ).fetchone()
         return orjson.loads(row[0]) if row else None
 
+    def get_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, int, int]:
+        """`get` with the item's stored size (0 without one) and the key's partition hash: what the throughput
+        model charges, and where, with nothing measured or hashed again."""
+        h = partition_hash(pk)
+        row = self.db.execute(
+            "SELECT item, size FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (self._tids[table], h, pk, sk)
+        ).fetchone()
+        return (orjson.loads(row[0]), row[1], h) if row else (None, 0, h)
+
+    def get_record_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool, int, int]:
+        """`get_record` with the live item's stored size (0 without one) and the key's partition hash."""
+        tid = self._tids[table]
+        h = partition_hash(pk)
+        row = self.db.execute(
+            "SELECT item, version, size FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
+        ).fetchone()
+        if row is not None:
+            return orjson.loads(row[0]), row[1], False, row[2], h
+        row = self.db.execute(
+            "SELECT version FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
+        ).fetchone()
+        return (None, row[0], True, 0, h) if row is not None else (None, None, False, 0, h)
+
     def get_record(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool]:
         """(item, version, is_tombstone): the live item and its version, or a tombstone's version, or nothing."""
         tid = self._tids[table]
