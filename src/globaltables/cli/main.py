@@ -390,9 +390,20 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--attach", action="store_true",
         help="run against regions already up, wherever the topology places them, instead of starting them",
     )  # fmt: skip
+    parser.add_argument(
+        "--simulated", action="store_true",
+        help="run on the deterministic simulator, in virtual time, in this process (same seed, same files)",
+    )  # fmt: skip
 
 
 def run_run(args: argparse.Namespace) -> int:
+    if args.simulated:
+        if args.attach:
+            print("globaltables run: --simulated and --attach exclude each other", file=sys.stderr)
+            return 2
+        from ..experiment.simulated_run import run_simulated_command
+
+        return run_simulated_command(args.topology, args.chaos, args.seed, args.out, args.duration)
     from ..experiment.runner import run_command
 
     return run_command(args.topology, args.chaos, args.seed, args.out, args.duration, attach=args.attach)
