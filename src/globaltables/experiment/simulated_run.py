@@ -356,7 +356,7 @@ class _SimRun:
         port.on_decision = decisions.record
         planted = self.hooks.ignore_replicated_write
         if planted is not None and planted[0] == region:
-            return _IgnoringPort(port, planted[1], self.cluster.rng.fork(f"planted/{region}"))
+            return _IgnoringPort(port, planted[1], Rng(self.seed).fork(f"planted/{region}"))  # the cluster's own Rng(seed), which is not built yet
         return port
 
     def up(self, region: str) -> bool:
