@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import yaml
 
 from globaltables.chaos.schedule import load_schedule
 from globaltables.chaos.swarm import draw_schedule, schedule_of
@@ -21,8 +22,18 @@ from globaltables.experiment.sweep import SweepError, parse_seeds, plan_sweep, r
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "topologies" / "quickstart.yaml"
 REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-1"]
-BUG = PlantedBugs(ignore_replicated_write=("eu-west-1", 0.002))
-DURATION = 0.5
+BUG = PlantedBugs(ignore_replicated_write=("eu-west-1", 0.01))
+DURATION = 1.0
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    """quickstart with a small, quick workload: no warm-up, no lag probes, 20 keys at 20 operations a second."""
+    document = yaml.safe_load(QUICKSTART.read_text())
+    document["workload"].update(warmup_s=0, rate_per_region=20, keys=20, lag_probe_interval_s=0)
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
 
 
 def test_seed_ranges_and_their_errors():
@@ -50,14 +61,14 @@ def test_swarm_schedules_are_valid_files_that_differ_by_seed(tmp_path):
     assert len(kinds) > 30  # each seed draws its own mix
 
 
-def _sweep(tmp_path, executor, seeds="1-200"):
-    sweep = plan_sweep(QUICKSTART, seeds, nemesis="random", duration_s=DURATION, hooks=BUG)
+def _sweep(tmp_path, topology, executor, seeds="1-200"):
+    sweep = plan_sweep(topology, seeds, nemesis="random", duration_s=DURATION, hooks=BUG)
     return run_sweep(sweep, tmp_path / "sweep", executor, keep_failures=1)
 
 
-def test_a_planted_bug_is_found_replayed_and_shrunk(tmp_path):
+def test_a_planted_bug_is_found_replayed_and_shrunk(tmp_path, small):
     with open_executor("local", jobs=2) as pool:
-        record = _sweep(tmp_path, pool)
+        record = _sweep(tmp_path, small, pool)
     totals = record["totals"]
     assert totals["runs"] == 200 and totals["operations"] > 0 and totals["faults"] > 0
     assert 0 < totals["invalid"] < 200, totals  # the bug is rare enough that some seeds miss it
@@ -97,9 +108,9 @@ def test_a_planted_bug_is_found_replayed_and_shrunk(tmp_path):
     assert again.verdicts[result["checker"]] == "invalid"
 
 
-def test_the_executor_seam_takes_any_concurrent_futures_executor(tmp_path):
+def test_the_executor_seam_takes_any_concurrent_futures_executor(tmp_path, small):
     with ThreadPoolExecutor(2) as pool:
-        record = _sweep(tmp_path, pool, seeds="1-4")
+        record = _sweep(tmp_path, small, pool, seeds="1-4")
     assert record["totals"]["runs"] == 4
 
 
@@ -111,12 +122,12 @@ def test_executor_addresses():
             parse_executor(bad)
 
 
-def test_a_sweep_on_a_dask_cluster(tmp_path):
+def test_a_sweep_on_a_dask_cluster(tmp_path, small):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, processes=False, host="127.0.0.1", protocol="tcp",
                                   dashboard_address=None) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "dask://")
         with open_executor(address) as pool:
-            record = _sweep(tmp_path, pool, seeds="1-3")
+            record = _sweep(tmp_path, small, pool, seeds="1-3")
     assert record["totals"]["runs"] == 3
     assert [run["seed"] for run in record["runs"]] == [1, 2, 3]
