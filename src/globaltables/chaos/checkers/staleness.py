@@ -34,6 +34,11 @@ def check_staleness(
             reads.append((invocation, completion))
     stats: dict[str, dict[str, float]] = {}
     findings: list[Finding] = []
+    first_by_value: dict[tuple[str, str], dict[Any, Op]] = {}  # per key: value -> the first write storing it
+    for key, key_writes in writes.items():
+        first = first_by_value[key] = {}
+        for i, c in key_writes:
+            first.setdefault(canonical_value(i.value), c)
     for invocation, completion in reads:
         key = (invocation.table, key_id(invocation.key))
         done = [(i, c) for i, c in writes.get(key, []) if c.index < invocation.index]
@@ -41,13 +46,13 @@ def check_staleness(
         if value is None:
             base = None
         else:
-            match = [c for i, c in writes.get(key, []) if canonical_value(i.value) == value]
-            if not match:
+            match = first_by_value.get(key, {}).get(value)
+            if match is None:
                 findings.append(Finding(key[0], key[1], "unknown-value", f"read #{completion.index} returned "
                                         f"{value!r}, which no acknowledged write stored", [invocation.region],
                                         {invocation.region: completion.value}, [invocation, completion]))  # fmt: skip
                 continue
-            base = version_key(match[0].version)
+            base = version_key(match.version)
         missed = [c for i, c in done if base is None or version_key(c.version) > base]
         if base is None:
             missed = [c for i, c in done if not i.is_delete]
