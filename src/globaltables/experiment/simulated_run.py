@@ -424,7 +424,10 @@ class _SimRun:
         self.topology, self.workload, self.seed = topology, workload, seed
         self.hooks = hooks or PlantedBugs()
         self.decisions: dict[str, ApplyDecisions] = {}
+        self._planted_rngs: dict[str, Rng] = {}
         self.strong = topology.mode == "mrsc"
+        if self.strong and self.hooks.ignore_replicated_write is not None:
+            raise ValueError("PlantedBugs.ignore_replicated_write plants an MREC bug; this topology is mode: mrsc")
         if self.strong:
             self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
         else:
@@ -447,7 +450,9 @@ class _SimRun:
         port.on_decision = decisions.record
         planted = self.hooks.ignore_replicated_write
         if planted is not None and planted[0] == region:
-            return _IgnoringPort(port, planted[1], self.cluster.rng.fork(f"planted/{region}"))
+            # One stream per region for the whole run (a restart goes on drawing from it, as the ids do).
+            rng = self._planted_rngs.setdefault(region, Rng(self.seed).fork(f"planted/{region}"))
+            return _IgnoringPort(port, planted[1], rng)
         return port
 
     def up(self, region: str) -> bool:
