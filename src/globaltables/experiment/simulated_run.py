@@ -42,7 +42,7 @@ from typing import Any
 
 from ..chaos.checkers.result import CheckResult, exit_status, verdict_of
 from ..chaos.controller import Controller
-from ..chaos.history import DEFINITE_ERRORS, History
+from ..chaos.history import DEFINITE_ERRORS, History, key_id
 from ..chaos.schedule import Schedule
 from ..chaos.target import SimTarget
 from ..engine.errors import DynamoError
@@ -53,6 +53,7 @@ from ..runtime.rng import Rng
 from ..sim.clock import DEFAULT_EPOCH, SimClock
 from ..sim.cluster import SimCluster, scan_items
 from ..sim.collector import simulation_collector
+from ..sim.mrsc_cluster import MrscCluster
 from ..topology.model import Topology
 from . import ledger
 from .load import (
@@ -155,6 +156,7 @@ class _Clients:
         self.clock = run.clock
         self.pending = 0  # requests sent, not answered
         self.probing = False
+        self.probes_running = 0  # probe loops not finished
 
     # -- one request ------------------------------------------------------------------------------------------
 
@@ -246,7 +248,6 @@ class _Clients:
         if load.workload.lag_probe_interval_s <= 0 or len(load.endpoints) <= 1:
             return
         self.probing = True
-        self.probes_running = 0
         for index, region in enumerate(load.endpoints):
             if region in load.regions:
                 self.probes_running += 1
@@ -308,7 +309,7 @@ class _Clients:
         self.execute(target, "get", key, sent, False, True, read)
 
     def busy(self) -> bool:
-        return self.pending > 0 or (self.probes_running > 0 if hasattr(self, "probes_running") else False)
+        return self.pending > 0 or self.probes_running > 0
 
 
 class _MrecClients(_Clients):
@@ -325,6 +326,94 @@ class _MrecClients(_Clients):
         answered("ok", response, version, None)
 
 
+class _Flight:
+    """One request in flight at a strong-mode member: its request path (a generator) and the node operations it
+    waits for (as testing/simulated_mrsc.py's flights, answered by callback instead of to a parked caller)."""
+
+    __slots__ = ("answered", "crashed", "missing", "outcomes", "region", "steps", "submitting")
+
+    def __init__(self, region: str, steps: Any, answered: Callable) -> None:
+        self.region, self.steps, self.answered = region, steps, answered
+        self.outcomes: list[Any] = []
+        self.missing = 0
+        self.crashed = False
+        self.submitting = False
+
+
+class _MrscClients(_Clients):
+    """A strong-mode member answers through its request path, region/mrsc_requests.py (the region process's):
+    writes and strong reads wait for the commit protocol on the scheduler, with the region process's guard."""
+
+    def __init__(self, run: _SimRun) -> None:
+        super().__init__(run)
+        self._paths: dict[str, Any] = {}
+
+    def _path(self, region: str) -> Any:
+        from ..region.mrsc_requests import MrscRequests
+
+        member = self.run.cluster.members[region]
+        path = self._paths.get(region)
+        if path is None or path.node is not member.node:  # a restart brings a new node
+            path = self._paths[region] = MrscRequests(member.api, member.node, self.run.cluster.config,
+                                                      witness=member.witness)  # fmt: skip
+        return path
+
+    def _send(self, region: str, operation: str, body: dict, answered: Callable) -> None:
+        flight = _Flight(region, self._path(region).handle(wire.DYNAMODB_SERVICE, operation, body), answered)
+        self._resume(flight, None)
+
+    def _resume(self, flight: _Flight, outcomes: list | None) -> None:
+        from ..region.mrsc_requests import GUARD_S
+
+        steps = flight.steps
+        try:
+            waits = next(steps) if outcomes is None else steps.send(outcomes)
+            while True:
+                flight.outcomes = [None] * len(waits)
+                flight.missing = len(waits)
+                flight.submitting = True
+                try:
+                    for index, wait in enumerate(waits):
+                        self.run.cluster.host(flight.region, wait.submit, self._completion(flight, index),
+                                              guard_s=wait.timeout_ms / 1000 + GUARD_S)  # fmt: skip
+                except DynamoError:
+                    raise
+                except Exception as error:  # noqa: BLE001 - a bug under the node: the request path answers 500
+                    flight.missing = -1
+                    waits = steps.throw(error)
+                    continue
+                finally:
+                    flight.submitting = False
+                if flight.missing or flight.crashed:
+                    return
+                waits = steps.send(flight.outcomes)
+        except StopIteration as done:
+            flight.answered("ok", done.value, None, None)  # strong-mode answers carry no version header
+        except DynamoError as error:
+            outcome, name = self.classify(error)
+            flight.answered(outcome, None, None, name)
+        except Exception:  # noqa: BLE001 - as MrscRequests.answer: any other failure is a 500
+            flight.answered("info", None, None, "InternalServerError")
+
+    def _completion(self, flight: _Flight, index: int) -> Callable[[str, Any], None]:
+        def on_done(outcome: str, detail: Any) -> None:
+            if flight.crashed:
+                return
+            if outcome == "crashed":  # the region died under the request: its connection is reset
+                flight.crashed = True
+                flight.steps.close()
+                flight.answered("info", None, None, "ConnectionError")
+                return
+            flight.outcomes[index] = (outcome, detail)
+            flight.missing -= 1
+            if flight.missing == 0 and not flight.submitting:
+                # Resumed as an event of its own, outside the callback that completed it (as the region process
+                # resumes a request after the callback that completed its future).
+                self.scheduler.call_soon(self._resume, flight, flight.outcomes)
+
+        return on_done
+
+
 # ------------------------------------------------------------------------------------------------- the run
 
 
@@ -335,9 +424,14 @@ class _SimRun:
         self.topology, self.workload, self.seed = topology, workload, seed
         self.hooks = hooks or PlantedBugs()
         self.decisions: dict[str, ApplyDecisions] = {}
-        if topology.mode == "mrsc":
-            raise RunAborted("--simulated runs mode: mrec topologies for now")
-        self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port)
+        self._planted_rngs: dict[str, Rng] = {}
+        self.strong = topology.mode == "mrsc"
+        if self.strong and self.hooks.ignore_replicated_write is not None:
+            raise ValueError("PlantedBugs.ignore_replicated_write plants an MREC bug; this topology is mode: mrsc")
+        if self.strong:
+            self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
+        else:
+            self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port)
         self.scheduler = self.cluster.scheduler
         self.clock = SimClock(self.scheduler)  # true time: the history's and the clients' clock
         self.history = History(self.clock)
@@ -347,7 +441,7 @@ class _SimRun:
         endpoints = {name: f"sim://{name}" for name in self.replicas}
         self.load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), self.history, self.clock,
                                   topology.credentials)  # fmt: skip
-        self.clients: _Clients = _MrecClients(self)
+        self.clients: _Clients = _MrscClients(self) if self.strong else _MrecClients(self)
         self._resume_waiters: dict[str, list[Callable[[], None]]] = {}
 
     def _port(self, region: str, port: Any) -> Any:
@@ -356,11 +450,13 @@ class _SimRun:
         port.on_decision = decisions.record
         planted = self.hooks.ignore_replicated_write
         if planted is not None and planted[0] == region:
-            return _IgnoringPort(port, planted[1], Rng(self.seed).fork(f"planted/{region}"))  # the cluster's own Rng(seed), which is not built yet
+            # One stream per region for the whole run (a restart goes on drawing from it, as the ids do).
+            rng = self._planted_rngs.setdefault(region, Rng(self.seed).fork(f"planted/{region}"))
+            return _IgnoringPort(port, planted[1], rng)
         return port
 
     def up(self, region: str) -> bool:
-        return self.cluster.regions[region].up
+        return self.cluster.region(region).up
 
     def wait_for_resume(self, region: str, timeout_s: float, resumed: Callable[[], None],
                         timed_out: Callable[[], None]) -> None:  # fmt: skip
@@ -383,19 +479,53 @@ class _SimRun:
     # -- status -------------------------------------------------------------------------------------------------
 
     def statuses(self) -> dict[str, dict]:
+        if self.strong:
+            members = self.cluster.members
+            return {name: members[name].node.status() for name in self.replicas if members[name].up}
         return {name: self.cluster.regions[name].node.status() for name in self.replicas if self.up(name)}
 
     def drained(self) -> bool:
+        """What the process run's quiesce waits for: MREC, every lane acknowledged to its log end; MRSC, nothing
+        in progress at any member."""
+        if self.clients.busy():
+            return False
+        if self.strong:
+            return all(self.up(name) for name in self.cluster.region_names) and self.cluster.quiescent()
         statuses = self.statuses()
         if len(statuses) < len(self.replicas):
             return False
         return all(link["acked"] == link["log_end"] for status in statuses.values() for link in status["links"])
 
     def final_states(self) -> dict[str, dict[str, dict]]:
-        return {
-            name: {spec.name: scan_items(self.cluster.regions[name].engine, spec.name) for spec in self.topology.tables}
-            for name in self.replicas
-        }
+        """Every replica's items, read with consistent Scans (MRSC: strong Scans, through the request path)."""
+        if not self.strong:
+            return {
+                name: {spec.name: scan_items(self.cluster.regions[name].engine, spec.name)
+                       for spec in self.topology.tables}
+                for name in self.replicas
+            }  # fmt: skip
+        return {name: {spec.name: self._strong_scan(name, spec.name) for spec in self.topology.tables}
+                for name in self.replicas}  # fmt: skip
+
+    def _strong_scan(self, region: str, table: str) -> dict[str, dict]:
+        names = self.cluster.members[region].engine.table(table).key_attribute_names()
+        items: dict[str, dict] = {}
+        request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        while True:
+            answer: list[Any] = []
+            self.clients._send(region, "Scan", request, lambda *args: answer.append(args))
+            while not answer and self.scheduler.step():
+                pass
+            if not answer or answer[0][0] != "ok":
+                why = answer[0][3] if answer else "no answer"
+                raise RunAborted(f"reading the final state of {table} in {region} failed: {why}")
+            body = answer[0][1]
+            for item in body.get("Items", []):
+                items[key_id({name: item[name] for name in names})] = item
+            last = body.get("LastEvaluatedKey")
+            if not last:
+                return dict(sorted(items.items()))
+            request = {**request, "ExclusiveStartKey": last}
 
 
 class _Target(SimTarget):
