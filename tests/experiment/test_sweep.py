@@ -131,3 +131,27 @@ def test_a_sweep_on_a_dask_cluster(tmp_path, small):
             record = _sweep(tmp_path, small, pool, seeds="1-3")
     assert record["totals"]["runs"] == 3
     assert [run["seed"] for run in record["runs"]] == [1, 2, 3]
+
+
+def test_a_replay_names_the_files_of_its_mode_and_nemesis(tmp_path, small):
+    sweep = plan_sweep(small, "3", modes="mrec,mrsc", nemesis="random", duration_s=DURATION)
+    with ThreadPoolExecutor(1) as pool:
+        record = run_sweep(sweep, tmp_path / "sweep", pool)
+    assert [(run["mode"], run["seed"]) for run in record["runs"]] == [("mrec", 3), ("mrsc", 3)]
+    from globaltables.experiment.sweep import SeedTask, _write_case_files, replay_command
+
+    mrsc = next(task for task in sweep.tasks() if task.mode == "mrsc")
+    verdict = {**record["runs"][1], "verdict": "invalid"}
+    _write_case_files(tmp_path / "sweep", mrsc, verdict)
+    words = shlex.split(replay_command(sweep, tmp_path / "sweep", verdict))
+    topology, _ = load_experiment(Path(words[2]))
+    assert topology.mode == "mrsc" and isinstance(mrsc, SeedTask)
+    schedule = load_schedule(Path(words[words.index("--chaos") + 1]), REGIONS)
+    assert schedule.faults == schedule_of(verdict["schedule"], REGIONS).faults
+
+
+def test_the_cli_refuses_bad_seeds_before_running_anything(small, capsys):
+    from globaltables.cli.main import main
+
+    assert main(["sweep", str(small), "--seeds", "9-1"]) == 2
+    assert "runs from low to high" in capsys.readouterr().err

@@ -311,7 +311,8 @@ def run_sweep(sweep: Sweep, out_dir: Path, executor: Executor, *,
     verdicts.sort(key=lambda v: order[(v["mode"], v["seed"])])
     by_key = {(task.mode, task.seed): task for task in tasks}
     failing = [v for v in verdicts if v["verdict"] == "invalid"]
-    for verdict in failing:
+    for verdict in failing:  # every failing seed's files, so each replay command runs as printed
+        _write_case_files(out_dir, by_key[(verdict["mode"], verdict["seed"])], verdict)
         verdict["replay"] = replay_command(sweep, out_dir, verdict)
     for verdict in failing[:keep_failures]:
         _keep_failure(sweep, out_dir, by_key[(verdict["mode"], verdict["seed"])], verdict)
@@ -346,6 +347,16 @@ def _read(path: Path) -> str:
 
 def _case_dir(out_dir: Path, mode: str, seed: int) -> Path:
     return out_dir / "failures" / f"{mode}-seed-{seed}"
+
+
+def _write_case_files(out_dir: Path, task: SeedTask, verdict: dict[str, Any]) -> None:
+    case = _case_dir(out_dir, task.mode, task.seed)
+    case.mkdir(parents=True, exist_ok=True)
+    (case / "topology.yaml").write_text(task.topology_text)
+    if verdict.get("schedule") is not None:
+        (case / "chaos.yaml").write_text(dump_schedule(verdict["schedule"], _schedule_header(task)))
+    elif task.chaos_text is not None:
+        (case / "chaos.yaml").write_text(task.chaos_text)
 
 
 def _keep_failure(sweep: Sweep, out_dir: Path, task: SeedTask, verdict: dict[str, Any]) -> None:
