@@ -155,3 +155,16 @@ def test_the_cli_refuses_bad_seeds_before_running_anything(small, capsys):
 
     assert main(["sweep", str(small), "--seeds", "9-1"]) == 2
     assert "runs from low to high" in capsys.readouterr().err
+
+
+def test_shrink_starts_from_a_run_simulated_results_dir(tmp_path, small):
+    topology, workload = load_experiment(small)
+    seed = next(seed for seed in range(1, 50)
+                if run_simulated(topology, workload, None, seed, DURATION, None, hooks=BUG).first_violation)
+    out = tmp_path / "run"
+    failed = run_simulated(topology, workload, None, seed, DURATION, out, hooks=BUG, topology_path=small,
+                           make_plots=False)
+    result = shrink(out, hooks=BUG, max_runs=20)
+    assert result["checker"] == failed.first_violation["check"] and result["still_fails"]
+    assert result["after"]["operations"] < result["before"]["operations"]
+    assert not (out / "shrunk" / "chaos.yaml").exists()  # there were no faults to keep

@@ -59,17 +59,15 @@ class Case:
 class Shrinker:
     def __init__(self, directory: Path, *, hooks: Any = None, max_runs: int = DEFAULT_MAX_RUNS) -> None:
         self.directory = Path(directory)
-        case_path = self.directory / "case.json"
-        if not case_path.exists():
-            raise ShrinkError(f"{directory}: no case.json; shrink takes a sweep's failures/<mode>-seed-N/ dir")
-        self.record = json.loads(case_path.read_text())
+        self.record = read_case(self.directory)
         self.seed = int(self.record["seed"])
         self.hooks, self.max_runs, self.runs = hooks, max_runs, 0
         self.work = self.directory / "shrunk"
-        self.document = load_yaml((self.directory / self.record["topology"]).read_text(encoding="utf-8"))
+        self.topology_file = self.directory / self.record["topology"]
+        self.document = load_yaml(self.topology_file.read_text(encoding="utf-8"))
         if not isinstance(self.document.get("workload"), dict):
             raise ShrinkError(f"{directory}: the topology has no workload: section")
-        topology, workload = load_experiment(self.directory / self.record["topology"])
+        topology, workload = load_experiment(self.topology_file)
         chaos = self.record.get("chaos")
         self.schedule: Schedule | None = load_chaos(self.directory / chaos, topology, self.seed) if chaos else None
         duration = self.record.get("duration_s") or workload.duration_s
@@ -222,6 +220,34 @@ class Shrinker:
         (out / "case.json").write_text(json.dumps(record, indent=1) + "\n")
         (out / "story.md").write_text(story(record, case))
         return record
+
+
+def read_case(directory: Path) -> dict[str, Any]:
+    """What shrink starts from: a sweep failure's case.json, or a `run --simulated` results dir (results.json's
+    seed, checks and replay command, whose files are taken relative to the current directory)."""
+    if (directory / "case.json").exists():
+        return json.loads((directory / "case.json").read_text())
+    try:
+        results = json.loads((directory / "results.json").read_text())
+    except (OSError, ValueError):
+        raise ShrinkError(f"{directory}: neither case.json (a sweep's failures/<mode>-seed-N/) nor the results.json "
+                          "of a simulated run") from None  # fmt: skip
+    if not results.get("simulated") or not results.get("replay"):
+        raise ShrinkError(f"{directory}: not a simulated run (shrink replays candidates on the simulator)")
+    words = shlex.split(results["replay"])
+
+    def option(name: str) -> str | None:
+        return words[words.index(name) + 1] if name in words else None
+
+    from ..chaos.checkers.result import verdict_of
+
+    failed = [check["name"] for check in results.get("checks", []) if verdict_of(check) == "invalid"]
+    first = next((check for check in results.get("checks", []) if check["name"] in failed), None)
+    violation = {"check": first["name"], **(first.get("findings") or [{}])[0]} if first else None
+    duration = option("--duration")
+    return {"topology": str(Path(words[2]).resolve()), "chaos": option("--chaos") and str(Path(option("--chaos")).resolve()),
+            "seed": int(results["seed"]), "mode": results.get("mode"), "duration_s": float(duration) if duration else None,
+            "failed": failed, "first_violation": violation}  # fmt: skip
 
 
 def _operations(run) -> int:
