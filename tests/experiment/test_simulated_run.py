@@ -9,8 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from globaltables.experiment.results import SCHEMA
 from globaltables.experiment.runner import RunAborted, load_experiment
 from globaltables.experiment.simulated_run import PlantedBugs, SimulatedRun, run_simulated
 
@@ -36,6 +38,7 @@ def test_sixty_virtual_seconds_of_quickstart_under_a_partition_replay_byte_for_b
     assert first.exit_code == 0 and first.first_violation is None
     assert first.results == again.results and other.results["seed"] == 8
     results = json.loads((tmp_path / "a" / "results.json").read_text())
+    jsonschema.validate(results, SCHEMA)
     assert results["simulated"] is True
     assert results["duration_s"] == 60.0
     assert results["virtual_time"]["end_s"] >= 61.0  # warm-up, 60 s of load, the quiet period

@@ -421,8 +421,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 def run_compare(args: argparse.Namespace) -> int:
     from ..experiment.compare import compare_command
 
+    if args.simulated and args.attach:
+        print("globaltables compare: --simulated and --attach exclude each other", file=sys.stderr)
+        return 2
     return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration,
-                           args.write_modes, attach=args.attach)  # fmt: skip
+                           args.write_modes, attach=args.attach, simulated=args.simulated)  # fmt: skip
 
 
 

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..chaos.checkers.result import CheckResult, exit_status, verdict_of
+from ..chaos.checkers.result import exit_status, verdict_of
 from ..chaos.controller import Controller
 from ..chaos.history import DEFINITE_ERRORS, History, key_id
 from ..chaos.schedule import Schedule
@@ -75,6 +75,7 @@ from .runner import (
     Progress,
     RunAborted,
     RunContext,
+    RunOutcome,
     _check,
     _results,
     _write_artifacts,
@@ -705,6 +706,27 @@ def replay_command(topology_path: Path, chaos_path: Path | None, seed: int, dura
     return " ".join(parts)
 
 
+def run_simulated_file(
+    topology_path: Path, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s: float | None,
+    *, make_plots: bool = True,
+) -> RunOutcome:
+    """`run_simulated` on a topology file, as `runner.run_experiment` runs one: a RunOutcome, never raising for a
+    run that could not be made (exit status 2 with the reason instead)."""
+    from ..topology.load import TopologyError
+
+    try:
+        topology, workload = load_experiment(topology_path)
+    except (TopologyError, RunAborted) as error:
+        return RunOutcome(EXIT_INCOMPLETE, None, reason=str(error))
+    out = out_dir if out_dir is not None else Path("results") / f"{topology.name}-simulated-seed{seed}"
+    try:
+        outcome = run_simulated(topology, workload, chaos_path, seed, duration_s, out, topology_path=topology_path,
+                                make_plots=make_plots)  # fmt: skip
+    except RunAborted as error:
+        return RunOutcome(EXIT_INCOMPLETE, out, reason=str(error))
+    return RunOutcome(outcome.exit_code, out, outcome.results)
+
+
 def run_simulated_command(
     topology_path: Path, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s: float | None
 ) -> int:
@@ -712,21 +734,18 @@ def run_simulated_command(
     import sys
 
     from ..chaos.checkers.result import LABEL
-    from ..topology.load import TopologyError
 
-    try:
-        topology, workload = load_experiment(topology_path)
-        out = out_dir if out_dir is not None else Path("results") / f"{topology.name}-simulated-seed{seed}"
-        outcome = run_simulated(topology, workload, chaos_path, seed, duration_s, out, topology_path=topology_path)
-    except (TopologyError, RunAborted) as error:
-        print(f"globaltables run: {error}", file=sys.stderr)
-        return EXIT_INCOMPLETE
+    outcome = run_simulated_file(topology_path, chaos_path, seed, out_dir, duration_s)
+    if outcome.results is None or outcome.out_dir is None:
+        print(f"globaltables run: {outcome.reason}", file=sys.stderr)
+        return outcome.exit_code
     for check in outcome.results["checks"]:
         print(f"{check['name']}: {LABEL[verdict_of(check)]} — {check['detail']}")
-    print(f"report: {out / 'report.md'}")
-    print(f"results: {out / 'results.json'}")
+    print(f"report: {outcome.out_dir / 'report.md'}")
+    print(f"results: {outcome.out_dir / 'results.json'}")
+    print(f"replay: {outcome.results['replay']}")
     return outcome.exit_code
 
 
-__all__ = ["PlantedBugs", "SimulatedRun", "replay_command", "run_simulated", "run_simulated_command"]
-_unused = (CheckResult, field)
+__all__ = ["PlantedBugs", "SimulatedRun", "replay_command", "run_simulated", "run_simulated_command",
+           "run_simulated_file"]
