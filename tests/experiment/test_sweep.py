@@ -103,8 +103,7 @@ def test_a_planted_bug_is_found_replayed_and_shrunk(tmp_path, small):
     words = shlex.split(result["replay"])
     topology, workload = load_experiment(Path(words[2]))
     chaos = Path(words[words.index("--chaos") + 1]) if "--chaos" in words else None
-    again = run_simulated(topology, workload, chaos, seed, float(words[words.index("--duration") + 1]), None,
-                          hooks=BUG)
+    again = run_simulated(topology, workload, chaos, seed, float(words[words.index("--duration") + 1]), None, hooks=BUG)
     assert again.verdicts[result["checker"]] == "invalid"
 
 
@@ -124,8 +123,9 @@ def test_executor_addresses():
 
 def test_a_sweep_on_a_dask_cluster(tmp_path, small):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, processes=False, host="127.0.0.1", protocol="tcp",
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, processes=False, host="127.0.0.1", protocol="tcp", dashboard_address=None
+    ) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "dask://")
         with open_executor(address) as pool:
             record = _sweep(tmp_path, small, pool, seeds="1-3")
@@ -159,12 +159,28 @@ def test_the_cli_refuses_bad_seeds_before_running_anything(small, capsys):
 
 def test_shrink_starts_from_a_run_simulated_results_dir(tmp_path, small):
     topology, workload = load_experiment(small)
-    seed = next(seed for seed in range(1, 50)
-                if run_simulated(topology, workload, None, seed, DURATION, None, hooks=BUG).first_violation)
+    seed = next(
+        seed
+        for seed in range(1, 50)
+        if run_simulated(topology, workload, None, seed, DURATION, None, hooks=BUG).first_violation
+    )
     out = tmp_path / "run"
-    failed = run_simulated(topology, workload, None, seed, DURATION, out, hooks=BUG, topology_path=small,
-                           make_plots=False)
+    failed = run_simulated(
+        topology, workload, None, seed, DURATION, out, hooks=BUG, topology_path=small, make_plots=False
+    )
     result = shrink(out, hooks=BUG, max_runs=20)
     assert result["checker"] == failed.first_violation["check"] and result["still_fails"]
     assert result["after"]["operations"] < result["before"]["operations"]
     assert not (out / "shrunk" / "chaos.yaml").exists()  # there were no faults to keep
+
+
+def test_the_cli_sweeps_with_a_progress_bar_and_prints_the_summary(tmp_path, small, capsys):
+    from globaltables.cli.main import main
+
+    code = main(["sweep", str(small), "--seeds", "1-3", "--nemesis", "random", "--duration", "0.5", "--jobs", "1",
+                 "--out", str(tmp_path / "sweep")])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    assert "runs: 3 (3 valid, 0 invalid, 0 unknown)" in captured.out and "faults injected:" in captured.out
+    assert "3/3" in captured.err  # the progress bar's last state
+    assert json.loads((tmp_path / "sweep" / "sweep.json").read_text())["seeds"] == "1-3"

@@ -27,7 +27,7 @@ def parse_executor(spec: str | None) -> str | None:
     if spec is None or spec == "local":
         return None
     if spec.startswith(DASK_SCHEME):
-        address = spec[len(DASK_SCHEME):]
+        address = spec[len(DASK_SCHEME) :]
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
             raise ExecutorError(f"--executor {spec!r}: expected dask://HOST:PORT, e.g. dask://127.0.0.1:8786")

@@ -124,8 +124,12 @@ class Shrinker:
         workload = {**case.workload, **changes.pop("workload", {})}
         candidate = dataclasses.replace(case, workload=workload, **changes)
         if candidate.faults:  # faults past the shorter run's end cannot be part of it
-            candidate = dataclasses.replace(candidate, faults=tuple(
-                f for f in candidate.faults if (f.end if f.end is not None else f.at) <= candidate.duration_s))
+            candidate = dataclasses.replace(
+                candidate,
+                faults=tuple(
+                    f for f in candidate.faults if (f.end if f.end is not None else f.at) <= candidate.duration_s
+                ),
+            )
         return candidate if candidate != case and self.fails(candidate) else None
 
     def _duration(self, case: Case) -> Case:
@@ -143,7 +147,7 @@ class Shrinker:
             size = max(1, len(faults) // chunks)
             shrunk = False
             for start in range(0, len(faults), size):
-                if (smaller := self._try(case, faults=tuple(faults[:start] + faults[start + size:]))) is not None:
+                if (smaller := self._try(case, faults=tuple(faults[:start] + faults[start + size :]))) is not None:
                     case, shrunk = smaller, True
                     break
             if not shrunk:
@@ -170,9 +174,10 @@ class Shrinker:
         replicas = [r["name"] for r in self.document.get("regions", []) if r.get("role", "replica") != "witness"]
         for region in list(case.workload.get("regions") or replicas):
             current = list(case.workload.get("regions") or replicas)
-            if len(current) > 1 and region in current:
-                if (smaller := self._try(case, workload={"regions": [r for r in current if r != region]})):
-                    case = smaller
+            if len(current) > 1 and region in current and (
+                smaller := self._try(case, workload={"regions": [r for r in current if r != region]})
+            ):
+                case = smaller
         return case
 
     def _mix(self, case: Case) -> Case:
@@ -183,7 +188,7 @@ class Shrinker:
             current = dict(case.workload["mix"])
             if len(current) > 1 and name in current:
                 del current[name]
-                if (smaller := self._try(case, workload={"mix": current})):
+                if smaller := self._try(case, workload={"mix": current}):
                     case = smaller
         return case
 
@@ -260,9 +265,9 @@ def story(record: dict[str, Any], case: Case) -> str:
     before, after = record["before"], record["after"]
     lines = [f"# Shrunk case: seed {record['seed']}, {record['checker']} fails",
              "",
-             f"From {before['operations']} operations and {before['faults']} faults over {before['duration_s']:g}s "
-             f"to {after['operations']} operations and {after['faults']} faults over {after['duration_s']:g}s "
-             f"({after['keys']} keys), in {record['candidate_runs']} candidate runs.",
+             (f"From {before['operations']} operations and {before['faults']} faults over {before['duration_s']:g}s "
+              f"to {after['operations']} operations and {after['faults']} faults over {after['duration_s']:g}s "
+              f"({after['keys']} keys), in {record['candidate_runs']} candidate runs."),
              "",
              f"Replay: `{record['replay']}`",
              "",
@@ -309,4 +314,3 @@ def shrink_command(directory: Path, *, max_runs: int = DEFAULT_MAX_RUNS, hooks: 
     out(f"replay: {record['replay']}")
     out(f"story: {Path(directory) / 'shrunk' / 'story.md'}")
     return 0 if record["still_fails"] else 1
-

@@ -46,6 +46,7 @@ EXIT_PASSED, EXIT_CHECK_FAILED, EXIT_INCOMPLETE = 0, 1, 2
 SWEEP_VERSION = 1
 MAX_SEEDS = 1_000_000
 DEFAULT_KEEP_FAILURES = 10
+SUMMARY_FAILURES = 50  # failing seeds listed in the summary; sweep.json has every one
 NEMESIS_CHOICES = ("random",)
 
 
@@ -253,8 +254,9 @@ def plan_sweep(topology_path: Path, seeds: str | Sequence[int], *, modes: str | 
     mode_list = mode_list or [topology.mode]
     texts = {}
     for mode in mode_list:
-        texts[mode] = topology_path.read_text(encoding="utf-8") if mode == topology.mode else _mode_text(
-            topology_path, mode)
+        texts[mode] = (
+            topology_path.read_text(encoding="utf-8") if mode == topology.mode else _mode_text(topology_path, mode)
+        )
     if chaos_path is not None:
         from .runner import RunAborted, load_chaos
 
@@ -271,7 +273,8 @@ def _mode_text(topology_path: Path, mode: str) -> str:
     document = load_yaml(topology_path.read_text(encoding="utf-8"))
     document["mode"] = mode
     text = f"# {topology_path} with mode: {mode} (written by globaltables sweep)\n" + yaml.safe_dump(
-        document, sort_keys=False)
+        document, sort_keys=False
+    )
     try:
         _load_text(text, topology_path)
     except TopologyError as error:
@@ -330,7 +333,9 @@ def replay_command(sweep: Sweep, out_dir: Path, verdict: dict[str, Any]) -> str:
     and the fixed schedule or the schedule the seed drew."""
     mode, seed = verdict["mode"], verdict["seed"]
     case = _case_dir(out_dir, mode, seed)
-    topology = sweep.topology_path if sweep.topology_texts[mode] == _read(sweep.topology_path) else case / "topology.yaml"
+    topology = (
+        sweep.topology_path if sweep.topology_texts[mode] == _read(sweep.topology_path) else case / "topology.yaml"
+    )
     words = ["globaltables", "run", str(topology), "--simulated", "--seed", str(seed)]
     if sweep.nemesis == "random":
         words += ["--chaos", str(case / "chaos.yaml")]
@@ -434,12 +439,17 @@ def summary_text(record: dict[str, Any]) -> str:
     failing = [v for v in record["runs"] if v["verdict"] == "invalid"]
     if failing:
         lines += ["", "## Failing seeds", ""]
-        for verdict in failing:
+        for verdict in failing[:SUMMARY_FAILURES]:
             reproduced = {True: " (replayed here: reproduced)", False: " (replayed here: DID NOT reproduce)"}.get(
-                verdict.get("reproduced"), "")
+                verdict.get("reproduced"), ""
+            )
             lines.append(f"- {verdict['mode']} seed {verdict['seed']}: {', '.join(verdict['failed'])}{reproduced}")
             lines.append(f"  first violation: {describe_violation(verdict.get('first_violation'))}")
             lines.append(f"  replay: `{verdict['replay']}`")
+        if len(failing) > SUMMARY_FAILURES:
+            lines.append(
+                f"- ... and {len(failing) - SUMMARY_FAILURES} more failing seeds, each with its replay, in sweep.json"
+            )
     unknown = [v for v in record["runs"] if v["verdict"] == "unknown"]
     if unknown:
         lines += ["", "## Undecided or incomplete seeds", ""]
@@ -505,5 +515,5 @@ class _progress:
 
         return advance
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(*exc)
