@@ -145,3 +145,19 @@ def test_the_cli_runs_a_simulated_experiment_and_writes_the_report(tmp_path):
     refused = subprocess.run([*command[:-2], "--out", str(tmp_path / "x"), "--attach"], capture_output=True,
                              text=True, env=env, timeout=60, check=False)  # fmt: skip
     assert refused.returncode == 2 and "--attach" in refused.stderr
+
+
+def test_a_member_answering_strong_reads_locally_is_caught_by_the_linearizability_checker():
+    topology = ROOT / "topologies" / "mrsc-three-replicas.yaml"
+    bug = PlantedBugs(local_strong_reads="us-east-2")  # partitioned from us-east-1 by the schedule
+    result = run(topology, PARTITION, 1, 10, None, hooks=bug)
+    assert result.verdicts["linearizable"] == "invalid"
+    assert result.first_violation["check"] == "linearizable"
+    assert "strong_get by us-east-2" in result.first_violation["detail"]
+    assert run(topology, PARTITION, 1, 10, None).exit_code == 0
+
+
+def test_a_planted_bug_of_the_other_mode_is_refused():
+    topology, workload = load_experiment(ROOT / "topologies" / "mrsc-three-replicas.yaml")
+    with pytest.raises(ValueError, match="MREC bug"):
+        run_simulated(topology, workload, None, 1, 1, None, hooks=PlantedBugs(ignore_replicated_write=("us-east-1", 1)))

@@ -99,9 +99,23 @@ class PlantedBugs:
     `ignore_replicated_write`: (region, probability) — MREC: that region drops each replicated record it is
     shipped with this probability (drawn from the run's seed), acknowledging it all the same, so its replica
     silently misses writes.
+    `local_strong_reads`: a region — MRSC: that member answers strongly consistent GetItems from its own copy
+    without syncing with another member first, so a member that missed commits returns stale "strong" reads.
     """
 
     ignore_replicated_write: tuple[str, float] | None = None
+    local_strong_reads: str | None = None
+
+
+def _local_strong_reads(requests_class: type) -> type:
+    """The strong-mode request path with PlantedBugs.local_strong_reads: a strong GetItem reads locally."""
+
+    class LocalStrongReads(requests_class):  # type: ignore[misc, valid-type]
+        def _strong_get(self, request: dict) -> Any:
+            return self.engine.handle("GetItem", request)
+            yield  # a generator, as the request path's steps are
+
+    return LocalStrongReads
 
 
 class _IgnoringPort:
@@ -355,8 +369,11 @@ class _MrscClients(_Clients):
         member = self.run.cluster.members[region]
         path = self._paths.get(region)
         if path is None or path.node is not member.node:  # a restart brings a new node
-            path = self._paths[region] = MrscRequests(member.api, member.node, self.run.cluster.config,
-                                                      witness=member.witness)  # fmt: skip
+            requests = MrscRequests
+            if self.run.hooks.local_strong_reads == region:
+                requests = _local_strong_reads(MrscRequests)
+            path = self._paths[region] = requests(member.api, member.node, self.run.cluster.config,
+                                                  witness=member.witness)  # fmt: skip
         return path
 
     def _send(self, region: str, operation: str, body: dict, answered: Callable) -> None:
@@ -429,6 +446,8 @@ class _SimRun:
         self.strong = topology.mode == "mrsc"
         if self.strong and self.hooks.ignore_replicated_write is not None:
             raise ValueError("PlantedBugs.ignore_replicated_write plants an MREC bug; this topology is mode: mrsc")
+        if not self.strong and self.hooks.local_strong_reads is not None:
+            raise ValueError("PlantedBugs.local_strong_reads plants an MRSC bug; this topology is mode: mrec")
         if self.strong:
             self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
         else:
