@@ -184,3 +184,25 @@ def test_the_cli_sweeps_with_a_progress_bar_and_prints_the_summary(tmp_path, sma
     assert "runs: 3 (3 valid, 0 invalid, 0 unknown)" in captured.out and "faults injected:" in captured.out
     assert "3/3" in captured.err  # the progress bar's last state
     assert json.loads((tmp_path / "sweep" / "sweep.json").read_text())["seeds"] == "1-3"
+
+
+def test_the_swarm_finds_a_planted_strong_mode_bug(tmp_path):
+    """An MRSC member answering strong reads from its own copy is only caught when a fault cuts it off: the seeds
+    whose swarm draws such a fault find it, and the shrunk case still does."""
+    document = yaml.safe_load((ROOT / "topologies" / "mrsc-three-replicas.yaml").read_text())
+    document["workload"].update(warmup_s=0, rate_per_region=20, keys=20, lag_probe_interval_s=0)
+    topology = tmp_path / "mrsc.yaml"
+    topology.write_text(yaml.safe_dump(document, sort_keys=False))
+    bug = PlantedBugs(local_strong_reads="us-east-2")
+    sweep = plan_sweep(topology, "1-30", nemesis="random", duration_s=DURATION, hooks=bug)
+    with ThreadPoolExecutor(2) as pool:
+        record = run_sweep(sweep, tmp_path / "sweep", pool, keep_failures=1)
+    assert record["totals"]["failures_by_checker"].get("linearizable", 0) > 0
+    assert record["totals"]["valid"] > 0  # seeds whose faults never cut that member off see nothing wrong
+    failing = next(run for run in record["runs"] if run["verdict"] == "invalid")
+    assert failing["reproduced"] is True and failing["mode"] == "mrsc"
+    result = shrink(tmp_path / "sweep" / "failures" / f"mrsc-seed-{failing['seed']}", hooks=bug, max_runs=40)
+    assert result["still_fails"] and result["checker"] == "linearizable"
+    assert result["after"]["operations"] < result["before"]["operations"] or (
+        result["after"]["faults"] < result["before"]["faults"]
+    )
