@@ -392,9 +392,20 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--attach", action="store_true",
         help="run against regions already up, wherever the topology places them, instead of starting them",
     )  # fmt: skip
+    parser.add_argument(
+        "--simulated", action="store_true",
+        help="run on the deterministic simulator, in virtual time, in this process (same seed, same files)",
+    )  # fmt: skip
 
 
 def run_run(args: argparse.Namespace) -> int:
+    if args.simulated:
+        if args.attach:
+            print("globaltables run: --simulated and --attach exclude each other", file=sys.stderr)
+            return 2
+        from ..experiment.simulated_run import run_simulated_command
+
+        return run_simulated_command(args.topology, args.chaos, args.seed, args.out, args.duration)
     from ..experiment.runner import run_command
 
     return run_command(args.topology, args.chaos, args.seed, args.out, args.duration, attach=args.attach)
@@ -412,8 +423,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 def run_compare(args: argparse.Namespace) -> int:
     from ..experiment.compare import compare_command
 
+    if args.simulated and args.attach:
+        print("globaltables compare: --simulated and --attach exclude each other", file=sys.stderr)
+        return 2
     return compare_command(args.topology, args.modes, args.chaos, args.seed, args.out, args.duration,
-                           args.write_modes, attach=args.attach)  # fmt: skip
+                           args.write_modes, attach=args.attach, simulated=args.simulated)  # fmt: skip
 
 
 
@@ -437,6 +451,45 @@ def run_export(args: argparse.Namespace) -> int:
 
     return export_command(args.kind, args.file, topology=args.topology, image=args.image, namespace=args.namespace,
                           seed=args.seed, out=args.out)  # fmt: skip
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file with a workload: section")
+    chaos = parser.add_mutually_exclusive_group()
+    chaos.add_argument("--chaos", type=Path, metavar="FILE", help="one chaos schedule for every seed")
+    chaos.add_argument("--nemesis", choices=("random",),
+                       help="random: each seed draws its own fault mix (swarm testing), written as a schedule")  # fmt: skip
+    parser.add_argument("--seeds", required=True, metavar="A-B",
+                        help="the seeds to run: 1-1000, 7, or 1,5,9-12")  # fmt: skip
+    parser.add_argument("--modes", metavar="M,M", help="run each seed in each mode (default: the topology's)")
+    parser.add_argument("--jobs", type=int, metavar="N", help="local worker processes (default: one per core)")
+    parser.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT",
+                        help="where runs execute: local processes (default) or a Dask cluster's scheduler")  # fmt: skip
+    parser.add_argument("--out", type=Path, metavar="DIR", help="sweep dir (default results/sweep-<name>-<time>)")
+    parser.add_argument("--duration", type=positive_seconds, metavar="SECONDS",
+                        help="override the workload's duration_s in every run")  # fmt: skip
+    parser.add_argument("--keep-failures", type=int, default=10, metavar="N",
+                        help="replay this many failing seeds here, with their files, for shrink (default 10)")  # fmt: skip
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    from ..experiment.sweep import sweep_command
+
+    return sweep_command(args.topology, args.seeds, chaos_path=args.chaos, nemesis=args.nemesis, modes=args.modes,
+                         jobs=args.jobs, executor=args.executor, out_dir=args.out, duration_s=args.duration,
+                         keep_failures=args.keep_failures)  # fmt: skip
+
+
+def add_shrink_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", type=Path, metavar="RESULTS_DIR",
+                        help="a failing simulated run: a sweep's failures/<mode>-seed-N/ or a run --simulated dir")  # fmt: skip
+    parser.add_argument("--max-runs", type=int, default=200, metavar="N", help="most candidate runs (default 200)")
+
+
+def run_shrink(args: argparse.Namespace) -> int:
+    from ..experiment.shrink import shrink_command
+
+    return shrink_command(args.results, max_runs=args.max_runs)
 
 
 COMMANDS = [
@@ -474,6 +527,18 @@ COMMANDS = [
         "run the same experiment under several modes (mrec, mrsc) and compare them side by side",
         add_compare_arguments,
         run_compare,
+    ),
+    Command(
+        "sweep",
+        "many simulated runs, one per seed (and mode), locally or on a Dask cluster; failing seeds with replays",
+        add_sweep_arguments,
+        run_sweep,
+    ),
+    Command(
+        "shrink",
+        "from a failing simulated run, search for a smaller case that still fails; write it as topology + chaos",
+        add_shrink_arguments,
+        run_shrink,
     ),
     Command(
         "export",

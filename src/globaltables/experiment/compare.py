@@ -115,9 +115,11 @@ async def compare(
     progress_stream=None,
     write_modes: list[str] | None = None,
     attach: bool = False,
+    simulated: bool = False,
 ) -> tuple[int, dict[str, Any]]:
     """Each mode in turn on the same workload and seed. With `attach`, against regions already up (they run one
-    mode, so a mode they do not run is reported as not run: the runner refuses a mode mismatch)."""
+    mode, so a mode they do not run is reported as not run: the runner refuses a mode mismatch). With `simulated`,
+    each mode runs on the simulator in virtual time (experiment/simulated_run.py)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     comparison: dict[str, Any] = {}
     codes = []
@@ -130,10 +132,15 @@ async def compare(
             comparison[name] = {"ran": False, "reason": f"not a valid {mode} topology: " + "; ".join(error.errors)}
             codes.append(EXIT_INCOMPLETE)
             continue
-        outcome = await run_experiment(
-            copy, chaos_path=chaos_path, seed=seed, out_dir=directory, duration_s=duration_s,
-            progress_stream=progress_stream, attach=attach,
-        )  # fmt: skip
+        if simulated:
+            from .simulated_run import run_simulated_file
+
+            outcome = run_simulated_file(copy, chaos_path, seed, directory, duration_s)
+        else:
+            outcome = await run_experiment(
+                copy, chaos_path=chaos_path, seed=seed, out_dir=directory, duration_s=duration_s,
+                progress_stream=progress_stream, attach=attach,
+            )  # fmt: skip
         codes.append(outcome.exit_code)
         if outcome.results is None:
             comparison[name] = {"ran": False, "reason": outcome.reason}
@@ -143,6 +150,8 @@ async def compare(
         comparison[name]["mode"], comparison[name]["write_mode"] = mode, outcome.results["workload"]["write_mode"]
     document = {"topology": str(topology_path), "seed": seed, "chaos": str(chaos_path) if chaos_path else None,
                 "modes": comparison}  # fmt: skip
+    if simulated:
+        document["simulated"] = True
     (out_dir / "compare.json").write_text(json.dumps(document, indent=2) + "\n")
     (out_dir / "compare.md").write_text(render(document))
     _plot(out_dir, comparison)
@@ -260,6 +269,7 @@ def compare_command(
     duration_s=None,
     write_modes_text: str | None = None,
     attach: bool = False,
+    simulated: bool = False,
 ) -> int:
     from .workload import WRITE_MODES
 
@@ -292,6 +302,7 @@ def compare_command(
             progress_stream=sys.stderr,
             write_modes=write_modes,
             attach=attach,
+            simulated=simulated,
         )
     )
     for mode, summary in document["modes"].items():

@@ -252,5 +252,13 @@ SCHEMA: dict[str, Any] = {
         "quiesced": {"type": "boolean"},
         "faults": {"type": "array"},
         "completed": {"type": "boolean"},
+        # Only a run on the simulator (`run --simulated`, experiment/simulated_run.py) has these.
+        "simulated": {"type": "boolean"},
+        "virtual_time": {
+            "type": "object",
+            "required": ["end_s", "events", "epoch"],
+            "properties": {"end_s": {"type": "number"}, "events": {"type": "integer"}, "epoch": {"type": "number"}},
+        },
+        "replay": {"type": "string"},
     },
 }

@@ -40,7 +40,13 @@ def check_causal(
     findings: list[Finding] = []
     pairs = 0
     for (table, key), key_writes in sorted(writes.items()):
+        # The reads of this key by (region, value read), in history order: the proof search of every pair below
+        # looks at only the reads that could prove it (the first one before the later write's invocation).
+        seen: dict[tuple[str | None, Any], list[Op]] = {}
+        for _, read in reads.get((table, key), []):
+            seen.setdefault((read.region, canonical_value(read.value)), []).append(read)
         for first_inv, first in key_writes:
+            value = canonical_value(first_inv.value)
             for second_inv, second in key_writes:
                 if second is first:
                     continue
@@ -48,12 +54,8 @@ def check_causal(
                 if first.region == second_inv.region and first.index < second_inv.index:
                     proof = []
                 else:
-                    value = canonical_value(first_inv.value)
-                    proof = [
-                        read for _, read in reads.get((table, key), [])
-                        if read.region == second_inv.region and read.index < second_inv.index
-                        and value is not None and canonical_value(read.value) == value
-                    ][:1]  # fmt: skip
+                    candidates = seen.get((second_inv.region, value), ()) if value is not None else ()
+                    proof = [read for read in candidates if read.index < second_inv.index][:1]
                     if not proof:
                         continue
                 if second_inv.is_delete and second.version == first.version:

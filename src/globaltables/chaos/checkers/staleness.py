@@ -34,23 +34,32 @@ def check_staleness(
             reads.append((invocation, completion))
     stats: dict[str, dict[str, float]] = {}
     findings: list[Finding] = []
+    first_by_value: dict[tuple[str, str], dict[Any, Op]] = {}  # per key: value -> the first write storing it
+    # Per key, its writes with their versions parsed once (not once per read that looks at them).
+    parsed: dict[tuple[str, str], list[tuple[int, Any, Op, Op]]] = {}
+    for key, key_writes in writes.items():
+        first = first_by_value[key] = {}
+        for i, c in key_writes:
+            first.setdefault(canonical_value(i.value), c)
+        parsed[key] = [(c.index, version_key(c.version), i, c) for i, c in key_writes]
     for invocation, completion in reads:
         key = (invocation.table, key_id(invocation.key))
-        done = [(i, c) for i, c in writes.get(key, []) if c.index < invocation.index]
+        done = [entry for entry in parsed.get(key, ()) if entry[0] < invocation.index]
         value = canonical_value(completion.value)
         if value is None:
             base = None
         else:
-            match = [c for i, c in writes.get(key, []) if canonical_value(i.value) == value]
-            if not match:
+            match = first_by_value.get(key, {}).get(value)
+            if match is None:
                 findings.append(Finding(key[0], key[1], "unknown-value", f"read #{completion.index} returned "
                                         f"{value!r}, which no acknowledged write stored", [invocation.region],
                                         {invocation.region: completion.value}, [invocation, completion]))  # fmt: skip
                 continue
-            base = version_key(match[0].version)
-        missed = [c for i, c in done if base is None or version_key(c.version) > base]
+            base = version_key(match.version)
         if base is None:
-            missed = [c for i, c in done if not i.is_delete]
+            missed = [c for _, _, i, c in done if not i.is_delete]
+        else:
+            missed = [c for _, v, _, c in done if v > base]
         lag_ms = 0.0
         if missed and invocation.mono is not None and all(c.mono is not None for c in missed):
             lag_ms = max(0.0, (invocation.mono - min(c.mono for c in missed)) * 1000.0)
