@@ -197,3 +197,42 @@ def test_messages_from_strangers_or_garbage_are_dropped():
         node.on_message(Envelope("eu-west-1", "us-east-1", "ship", 1, body=b'["ship","Nope",0,0,0,null,[]]'), 0) == []
     )
     assert node.dropped_messages == 3
+
+
+STEADY = LinkSettings(latency_ms=40, jitter_ms=0)
+
+
+def test_an_idle_link_ships_a_commit_at_once_so_it_is_visible_one_link_latency_later():
+    h = Harness(seed=11, link=STEADY)
+    h.scheduler.run_until(1.0)
+    h.scheduler.call_at(1.0, h.write, "us-east-1", "k", "now")
+    h.scheduler.run_until(1.0399)
+    assert h.ports["eu-west-1"].state("T") == {}  # not before the link's latency
+    h.scheduler.run_until(1.040)
+    assert h.ports["eu-west-1"].state("T") == {key_id({"pk": {"S": "k"}}): {"pk": {"S": "k"}, "value": {"S": "now"}}}
+    assert h.ports["ap-southeast-1"].state("T") == h.ports["eu-west-1"].state("T")  # no flush timer on any link
+
+
+def test_a_local_commit_makes_a_poll_due_at_its_own_time():
+    port = FakePort("us-east-1", HybridLogicalClock(lambda: 1_000, 500), REGIONS)
+    node = RegionNode("us-east-1", [r for r in REGIONS if r != "us-east-1"], port)
+    assert node.poll(5.0) == [] and node.next_deadline() is None
+    port.write("T", {"pk": {"S": "a"}}, {"pk": {"S": "a"}, "value": {"S": "x"}})
+    assert node.on_local_commit(7.0) is True
+    assert node.next_deadline() == 7.0
+    assert sorted(envelope.dest for envelope in node.poll(7.0)) == ["ap-southeast-1", "eu-west-1"]
+
+
+def test_a_busy_link_batches_while_a_ship_is_out_and_keeps_order_and_exactly_once_apply():
+    h = Harness(seed=13, link=STEADY, lanes=1, batch_records=500, eager_ships=1)
+    h.scheduler.run_until(1.0)
+    for i in range(40):  # a commit every 5 ms: eight per 80 ms round trip
+        h.scheduler.call_at(1.0 + 0.005 * i, h.write, "us-east-1", f"k{i % 7}", f"v{i}")
+    h.scheduler.run_until_idle(max_events=100_000)
+    assert_converged(h)
+    ships = {link["peer"]: link["ships"] for link in h.status("us-east-1")["links"]}
+    # The first commit ships alone; each later Ship carries what committed during the previous round trip.
+    assert ships == {"ap-southeast-1": 4, "eu-west-1": 4}
+    for region in ("ap-southeast-1", "eu-west-1"):
+        received = h.status(region)["received"]
+        assert received["applied_records"] == 40 and received["duplicates"] == 0 and received["gaps"] == 0

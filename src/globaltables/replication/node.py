@@ -2,8 +2,9 @@
 
 Theory of operation: a host (the region process over aiohttp, or the simulator) owns the clock and the transport
 and drives the node with four calls, passing the current time in seconds (its monotonic clock):
-  - `on_local_commit(now)` after a client write committed; the node ships it within `flush_interval`, so a burst
-    of commits shares Ships;
+  - `on_local_commit(now)` after a client write committed: a poll is due at once (no flush timer); each link
+    ships it now if it is idle, or with whatever else accumulated when an ack frees it (replication/link.py,
+    Nagle without a timer);
   - `poll(now)` when `next_deadline()` has come: ships what the windows allow, retransmits what timed out;
   - `on_message(envelope, now)` for every envelope that arrives; answers Ships with acks, and refills the window
     of a link whose ack made room;
@@ -66,7 +67,7 @@ class RegionNode:
         self._lanes: dict[str, list[list[ReplicationLink]]] = {}  # table -> lane -> links to every peer
         # table -> the replicas its links were built for; a change (a replica added or removed) rebuilds them.
         self._members: dict[str, list[str]] = {}
-        self._flush_at: float | None = 0.0  # a first poll picks up whatever the log holds (e.g. after a restart)
+        self._poll_at: float | None = 0.0  # a first poll picks up whatever the log holds (e.g. after a restart)
         self._msg_id = 0
         self.dropped_messages = 0
         self._backing_off: set[str] = set()  # peers with a link in retransmit backoff (see `peer_heard`)
@@ -75,20 +76,21 @@ class RegionNode:
     def hold(self, held: dict[str, frozenset[str]]) -> None:
         """Replace the held (table -> peers) replication; a hold that ends ships at the next poll."""
         self.held = {table: frozenset(peers) for table, peers in held.items() if peers}
-        self._flush_at = 0.0  # due at once: the next poll ships what a hold that ended kept back
+        self._poll_at = 0.0  # due at once: the next poll ships what a hold that ended kept back
 
     # ------------------------------------------------------------------------------------------------ inputs
 
     def on_local_commit(self, now: float | None = None) -> bool:
-        """A client write committed: ship it soon (after `flush_interval`, batching a burst). Whether that moved
-        `next_deadline()` (False: a flush was already due, which will ship this write too)."""
-        if self._flush_at is not None:
+        """A client write committed: a poll is due now, which ships it on every link that is not busy (a busy link
+        ships it with what follows when an ack comes). Whether that moved `next_deadline()` (False: a poll was
+        already due, which will see this write too; commits between two polls share Ships)."""
+        if self._poll_at is not None:
             return False
-        self._flush_at = (now if now is not None else float("-inf")) + self.config.flush_interval
+        self._poll_at = now if now is not None else float("-inf")
         return True
 
     def poll(self, now: float) -> list[Envelope]:
-        self._flush_at = None
+        self._poll_at = None
         out: list[Envelope] = []
         port = self.port
         tables = port.global_tables()
@@ -147,7 +149,7 @@ class RegionNode:
     # ------------------------------------------------------------------------------------------------ timing
 
     def next_deadline(self) -> float | None:
-        deadline = self._flush_at
+        deadline = self._poll_at
         for link in self.links.values():
             if link.peer in self.held.get(link.table, ()):
                 continue  # a held link has no timer: nothing is retransmitted while it is held
