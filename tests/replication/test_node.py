@@ -7,6 +7,7 @@ from globaltables.chaos.history import key_id
 from globaltables.replication.config import ReplicationConfig
 from globaltables.replication.hlc import HybridLogicalClock
 from globaltables.replication.hosted import MrecRegion
+from globaltables.replication.messages import decode
 from globaltables.replication.node import RegionNode
 from globaltables.replication.receiver import Receiver
 from globaltables.runtime.rng import Rng
@@ -236,3 +237,57 @@ def test_a_busy_link_batches_while_a_ship_is_out_and_keeps_order_and_exactly_onc
     for region in ("ap-southeast-1", "eu-west-1"):
         received = h.status(region)["received"]
         assert received["applied_records"] == 40 and received["duplicates"] == 0 and received["gaps"] == 0
+
+
+def pair(**config) -> tuple[FakePort, RegionNode, FakePort, RegionNode, list]:
+    """us-east-1 -> eu-west-1 over fake ports, driven by hand; `applies` records every apply_replicated call."""
+    regions = ("eu-west-1", "us-east-1")
+    config = ReplicationConfig(**{"lanes": 1, **config})
+    ports = {r: FakePort(r, HybridLogicalClock(lambda: 1_000, 500), regions, lanes=1) for r in regions}
+    nodes = {r: RegionNode(r, [p for p in regions if p != r], ports[r], config, hlc=ports[r].hlc) for r in regions}
+    applies: list[list[int]] = []
+    apply = ports["eu-west-1"].apply_replicated
+
+    def counting(origin, table, lane, records):
+        applies.append([record.pos for record in records])
+        return apply(origin, table, lane, records)
+
+    ports["eu-west-1"].apply_replicated = counting
+    return ports["us-east-1"], nodes["us-east-1"], ports["eu-west-1"], nodes["eu-west-1"], applies
+
+
+def test_ships_of_a_lane_that_arrive_together_apply_in_one_transaction_with_one_ack():
+    source, sender, target, receiver, applies = pair(batch_records=10)
+    for i in range(30):
+        source.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "value": {"S": f"v{i}"}})
+    ships = sender.poll(0.0)
+    assert len(ships) == 3
+    acks = receiver.on_messages(ships, 0.04)
+    assert applies == [list(range(1, 31))]  # one apply, in log order
+    assert len(acks) == 1 and acks[0].in_reply_to == ships[-1].msg_id
+    assert target.applied_position("us-east-1", "T", 0) == 30
+    assert sender.on_messages(acks, 0.08) == [] and sender.links[("eu-west-1", "T", 0)].in_flight == 0
+    assert sender.idle() and target.state("T") == source.state("T")
+
+
+def test_grouped_ships_keep_exactly_once_and_gap_rules():
+    source, sender, target, receiver, applies = pair(batch_records=10, apply_records=20)
+    for i in range(40):
+        source.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "value": {"S": f"v{i}"}})
+    s1, s2, s3, s4 = sender.poll(0.0)
+    # s1 twice (a duplicate) and s2 make one group; the cap (20 records) starts another at s3. Every record
+    # applies once, in order, and each group is answered once.
+    acks = receiver.on_messages([s1, s1, s2, s3, s4], 0.04)
+    assert applies == [list(range(1, 21)), list(range(21, 41))]
+    assert receiver.receiver.applied_records == 40 and receiver.receiver.duplicates == 1
+    assert [decode(ack.body).applied_pos for ack in acks] == [20, 40]
+    # A Ship that does not connect (the one before it was lost) is not grouped: it is answered with a gap ack.
+    for i in range(40, 60):
+        source.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "value": {"S": f"v{i}"}})
+    t1, t2 = sender.on_messages(acks, 0.08)  # the acks free the window: the new records ship at once
+    acks = receiver.on_messages([t2], 0.12)
+    gap = decode(acks[0].body)
+    assert gap.gap and gap.applied_pos == 40 and len(applies) == 2
+    assert target.state("T") != source.state("T")
+    receiver.on_messages([t1, t2], 0.13)
+    assert applies[-1] == list(range(41, 61)) and target.state("T") == source.state("T")

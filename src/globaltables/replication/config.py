@@ -18,13 +18,16 @@ class ReplicationConfig:
     # moderate write rate ship every commit at once (at 200 writes/s over 40 ms links some four Ships per link are
     # out at a time), while a busy link still sends at most this many Ships per round trip beyond full ones.
     eager_ships: int = 8
+    # Received Ships of a lane that arrived together are applied in one store transaction, up to this many records
+    # (a backlog drains in fewer, larger commits; the cap bounds how long one apply holds the host's loop).
+    apply_records: int = 2_000
     retransmit_after: float = 1.0  # seconds without ack progress before a link goes back to its acked position
     # The retransmit interval doubles per fruitless retry, up to this multiple. Retries are cheap (a timed-out link
     # probes with one Ship, not a window), so the cap is low: a healed partition resumes within 2 s.
     max_backoff: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("lanes", "batch_records", "batch_bytes", "window_records", "eager_ships", "max_backoff"):
+        for name in ("lanes", "batch_records", "batch_bytes", "window_records", "eager_ships", "apply_records", "max_backoff"):
             if getattr(self, name) < 1:
                 raise ValueError(f"replication {name} must be >= 1, not {getattr(self, name)!r}")
         if self.retransmit_after <= 0:

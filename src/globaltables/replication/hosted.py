@@ -96,6 +96,10 @@ class MrecRegion:
     def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
         return self.node.on_message(envelope, now)
 
+    def on_messages(self, envelopes: list[Envelope], now: float) -> list[Envelope]:
+        """Envelopes that arrived together: a lane's connecting Ships are applied in one transaction."""
+        return self.node.on_messages(envelopes, now)
+
     def poll(self, now: float) -> list[Envelope]:
         return self.node.poll(now)
 

@@ -112,39 +112,79 @@ class RegionNode:
         return out
 
     def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
+        return self.on_messages([envelope], now)
+
+    def on_messages(self, envelopes: list[Envelope], now: float) -> list[Envelope]:
+        """Envelopes that arrived together (a host hands over whatever it received before it got to run). Ships
+        of the same (origin, table, lane) and epoch that connect, in arrival order, are applied in one store
+        transaction (up to `apply_records` records) and answered with one ack, which acknowledges them all."""
+        out: list[Envelope] = []
+        runs: dict[tuple[str, str, int], list[tuple[Envelope, Ship]]] = {}
+        for envelope in envelopes:
+            message = self._accept(envelope, now)
+            if message is None:
+                continue
+            src = envelope.src
+            if type(message) is Ship:
+                port = self.port
+                table = message.table
+                if table not in port.global_tables() or message.lane >= port.lanes(table) or src not in port.peers(table):
+                    # Not (yet) a replica of this table here: no ack, so the sender retries later with backoff.
+                    self._drop(envelope, f"no replica of {message.table} lane {message.lane} here")
+                    continue
+                runs.setdefault((src, table, message.lane), []).append((envelope, message))
+            else:
+                self._on_ack(src, envelope, message, now, out)  # type: ignore[arg-type]
+        limit = self.config.apply_records
+        for (src, _table, _lane), ships in runs.items():
+            group = [ships[0]]
+            end, count = ships[0][1].last_pos, len(ships[0][1].records)
+            for envelope, ship in ships[1:]:
+                if ship.epoch == group[0][1].epoch and ship.prev_pos <= end and count < limit:
+                    group.append((envelope, ship))
+                    if ship.last_pos > end:  # a duplicate adds nothing to apply
+                        end, count = ship.last_pos, count + len(ship.records)
+                    continue
+                self._apply(src, group, out)
+                group, end, count = [(envelope, ship)], ship.last_pos, len(ship.records)
+            self._apply(src, group, out)
+        return out
+
+    def _accept(self, envelope: Envelope, now: float) -> Ship | ShipAck | None:
+        """The envelope's message, after the HLC receive rule; None (dropped and counted) if it is not one."""
         src = envelope.src
         if src not in self.peers:
-            return self._drop(envelope, f"unknown peer {src!r}")
+            self._drop(envelope, f"unknown peer {src!r}")
+            return None
         try:
             message = decode(envelope.body)  # type: ignore[arg-type]
         except (MessageError, TypeError) as error:
-            return self._drop(envelope, str(error))
+            self._drop(envelope, str(error))
+            return None
         if message.stamp is not None and self.hlc is not None:
             try:
                 self.hlc.update(HlcTimestamp.parse(message.stamp))
             except ValueError as error:
-                return self._drop(envelope, str(error))
+                self._drop(envelope, str(error))
+                return None
         if src in self._backing_off:
             self._peer_heard(src, now)
-        if type(message) is Ship:
-            port = self.port
-            table = message.table
-            if table not in port.global_tables() or message.lane >= port.lanes(table) or src not in port.peers(table):
-                # Not (yet) a replica of this table here: no ack, so the sender retries later with backoff.
-                return self._drop(envelope, f"no replica of {message.table} lane {message.lane} here")
-            ack = self.receiver.on_ship(src, message, self._stamp())
-            self._msg_id += 1
-            return [envelope.reply(SHIP_ACK, self._msg_id, encode(ack))]
-        assert type(message) is ShipAck
+        return message
+
+    def _apply(self, src: str, group: list[tuple[Envelope, Ship]], out: list[Envelope]) -> None:
+        ack = self.receiver.on_ships(src, [ship for _, ship in group], self._stamp())
+        self._msg_id += 1
+        out.append(group[-1][0].reply(SHIP_ACK, self._msg_id, encode(ack)))
+
+    def _on_ack(self, src: str, envelope: Envelope, message: ShipAck, now: float, out: list[Envelope]) -> None:
         link = self.links.get((src, message.table, message.lane))
         if link is None:
-            return self._drop(envelope, f"ack for unknown link {message.table}/{message.lane}")
+            self._drop(envelope, f"ack for unknown link {message.table}/{message.lane}")
+            return
         link.on_ack(message, now)
-        out: list[Envelope] = []
         log_end = self.port.log_end(link.table, link.lane)
         if link.wants_to_ship(log_end) and link.peer not in self.held.get(link.table, ()):
             self._ship(link, link.poll(now, log_end, self._stamp), out)
-        return out
 
     # ------------------------------------------------------------------------------------------------ timing
 
