@@ -169,15 +169,24 @@ async def backlog_writes(topology: Topology, count: int) -> None:
         while next_index < count:
             first = next_index
             next_index = min(count, first + 25)
-            body = orjson.dumps(
-                {"RequestItems": {TABLE: [
-                    {"PutRequest": {"Item": {"pk": {"S": f"b{i}"}, "payload": {"S": PAYLOAD}}}}
-                    for i in range(first, next_index)
-                ]}}
-            )  # fmt: skip
-            connection, status, answer = await client.call(connection, "BatchWriteItem", body)
-            if status != 200 or orjson.loads(answer).get("UnprocessedItems"):
-                raise RuntimeError(f"BatchWriteItem failed: {status} {answer[:200]!r}")
+            requests = {TABLE: [
+                {"PutRequest": {"Item": {"pk": {"S": f"b{i}"}, "payload": {"S": PAYLOAD}}}}
+                for i in range(first, next_index)
+            ]}  # fmt: skip
+            for attempt in range(20):
+                connection, status, answer = await client.call(
+                    connection, "BatchWriteItem", orjson.dumps({"RequestItems": requests})
+                )
+                throttled = status == 400 and b"ThrottlingException" in answer
+                if status != 200 and not throttled:
+                    raise RuntimeError(f"BatchWriteItem failed: {status} {answer[:200]!r}")
+                if not throttled:
+                    requests = orjson.loads(answer).get("UnprocessedItems") or {}
+                    if not requests:
+                        break
+                await asyncio.sleep(0.05 * (attempt + 1))  # throttled (the table's capacity): retry, as SDKs do
+            else:
+                raise RuntimeError("BatchWriteItem: still throttled after 20 attempts")
 
     await asyncio.gather(*(worker() for _ in range(8)))
 
@@ -192,7 +201,9 @@ def applied_from(topology: Topology, dest: str, source: str) -> dict[int, int]:
     """Per lane, how far `dest` applied `source`'s log: asked of the receiver, whose status is cheap (the sender's
     counts its pending records in SQL, which would take CPU from the drain being measured)."""
     applied = topology.control(dest, "/control/status")["applied"]
-    return {entry["lane"]: entry["applied"] for entry in applied if entry["origin"] == source and entry["table"] == TABLE}
+    return {
+        entry["lane"]: entry["applied"] for entry in applied if entry["origin"] == source and entry["table"] == TABLE
+    }
 
 
 def pending_to(topology: Topology, source: str, dest: str) -> int:

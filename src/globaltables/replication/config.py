@@ -27,7 +27,8 @@ class ReplicationConfig:
     max_backoff: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("lanes", "batch_records", "batch_bytes", "window_records", "eager_ships", "apply_records", "max_backoff"):
+        counts = ("lanes", "batch_records", "batch_bytes", "window_records", "eager_ships", "apply_records")
+        for name in (*counts, "max_backoff"):
             if getattr(self, name) < 1:
                 raise ValueError(f"replication {name} must be >= 1, not {getattr(self, name)!r}")
         if self.retransmit_after <= 0:

@@ -15,8 +15,8 @@ How local commits reach replication, in one way for every host: `MrecRegion.atta
 listener on the engine (`Engine.add_commit_listener`, engine/commit.py). The engine calls it after a batch's store
 transaction committed; when the batch holds a write that originated here (a client write, a TTL deletion, an item
 re-asserted over a replicated TTL deletion), the node is told (`RegionNode.on_local_commit`: a poll is due at
-once; an idle link ships the write then, a busy one with what follows when an ack comes) and the host woken. Nobody has to remember to call anything
-after a write, and a write the engine dropped (an unchanged item, a wall-clock loser) wakes nothing.
+once; an idle link ships the write then, a busy one with what follows when an ack comes) and the host woken.
+Nobody has to remember to call anything after a write, and a write the engine dropped (an unchanged item, a wall-clock loser) wakes nothing.
 
 A strong-mode member commits through its protocol, not after the fact: a client write is submitted to the node
 (`MrscNode.submit_write` and its kin, which the hosts call on `MrscRegion.node`) and commits when a majority agreed,

@@ -128,7 +128,8 @@ class RegionNode:
             if type(message) is Ship:
                 port = self.port
                 table = message.table
-                if table not in port.global_tables() or message.lane >= port.lanes(table) or src not in port.peers(table):
+                lane = message.lane
+                if table not in port.global_tables() or lane >= port.lanes(table) or src not in port.peers(table):
                     # Not (yet) a replica of this table here: no ack, so the sender retries later with backoff.
                     self._drop(envelope, f"no replica of {message.table} lane {message.lane} here")
                     continue
