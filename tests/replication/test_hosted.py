@@ -20,15 +20,15 @@ def put(target: MrecRegion, k: str, value: str) -> dict:
     return target.execute("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": k}, "v": {"S": value}}})
 
 
-def test_a_local_commit_sets_the_flush_deadline_and_wakes_the_host():
+def test_a_local_commit_makes_a_poll_due_at_once_and_wakes_the_host():
     region, woken = hosted()
     region.attach(lambda: 10.0, lambda: woken.append("wake"))
     assert region.next_deadline() is None
     answer = put(region, "a", "x")
     assert answer.version is not None
     assert woken == ["wake"] and region.local_commits == 1
-    assert region.next_deadline() == 10.0 + region.node.config.flush_interval
-    put(region, "b", "y")  # within the flush window: shipped by the flush already due, no new wake-up
+    assert region.next_deadline() == 10.0  # no flush delay: the poll is due when the commit is
+    put(region, "b", "y")  # before that poll ran: it ships this write too, no new wake-up
     assert woken == ["wake"] and region.local_commits == 2
     assert [envelope.dest for envelope in region.poll(10.5)] == ["eu-west-1"]
 

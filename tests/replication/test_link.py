@@ -147,3 +147,93 @@ def test_a_single_record_larger_than_batch_bytes_still_ships(size):
     port.write("T", {"pk": {"S": "big"}}, {"pk": {"S": "big"}, "blob": {"S": "x" * 2000}})
     ships = link_for(port, batch_bytes=1000).poll(0.0, 1)
     assert len(ships) == size and len(ships[0][1]) > 1000
+
+
+# ------------------------------------------------------------------------------------ Nagle without a timer
+
+
+def write(port: FakePort, i: int) -> None:
+    port.write("T", {"pk": {"S": f"n{i}"}}, {"pk": {"S": f"n{i}"}, "value": {"S": f"w{i}"}})
+
+
+def test_an_idle_link_ships_a_single_record_at_once():
+    port = port_with(1)
+    link = link_for(port, batch_records=100, eager_ships=1)
+    ships = link.poll(0.0, port.log_end("T", LANE))
+    assert [(s.prev_pos, [r.pos for r in s.records]) for s, _ in ships] == [(0, [1])]
+
+
+def test_a_busy_link_batches_what_commits_while_its_ship_is_unacknowledged():
+    port = port_with(1)
+    link = link_for(port, batch_records=100, eager_ships=1)
+    assert len(link.poll(0.0, port.log_end("T", LANE))) == 1
+    for i in range(5):  # committed while the first Ship is out: held back, however often the link is polled
+        write(port, i)
+        assert link.poll(0.001 * (i + 1), port.log_end("T", LANE)) == []
+    assert (link.sent, link.in_flight) == (1, 1)
+    link.on_ack(ack(link, 1), 0.08)
+    ships = link.poll(0.08, port.log_end("T", LANE))
+    assert [(s.prev_pos, [r.pos for r in s.records]) for s, _ in ships] == [(1, [2, 3, 4, 5, 6])]  # one Ship
+
+
+def test_eager_ships_partial_ships_may_be_out_before_records_wait():
+    port = port_with(0)
+    link = link_for(port, batch_records=100, eager_ships=3)
+    shipped = []
+    for i in range(5):
+        write(port, i)
+        shipped.append(len(link.poll(0.001 * i, port.log_end("T", LANE))))
+    assert shipped == [1, 1, 1, 0, 0] and link.in_flight == 3
+    link.on_ack(ack(link, 1), 0.08)  # one Ship answered: one more may go, carrying both waiting records
+    ships = link.poll(0.08, port.log_end("T", LANE))
+    assert [(s.prev_pos, [r.pos for r in s.records]) for s, _ in ships] == [(3, [4, 5])]
+
+
+def test_a_busy_link_still_ships_full_batches_at_once():
+    port = port_with(1)
+    link = link_for(port, batch_records=4, window_records=100, eager_ships=1)
+    link.poll(0.0, port.log_end("T", LANE))
+    for i in range(9):
+        write(port, i)
+    ships = link.poll(0.01, port.log_end("T", LANE))
+    # Two full Ships go while the first is out (the window allows them); the one record left waits for an ack.
+    assert [(s.prev_pos, [r.pos for r in s.records]) for s, _ in ships] == [(1, [2, 3, 4, 5]), (5, [6, 7, 8, 9])]
+    assert link.sent == 9 and port.log_end("T", LANE) == 10
+
+
+def test_a_ship_full_by_bytes_goes_while_the_link_is_busy():
+    port = port_with(1)
+    link = link_for(port, batch_records=100, batch_bytes=700, eager_ships=1)
+    link.poll(0.0, port.log_end("T", LANE))
+    for i in range(20):
+        write(port, i)
+    ships = link.poll(0.01, port.log_end("T", LANE))
+    assert ships and all(len(data) <= 700 for _, data in ships)
+    assert link.sent < port.log_end("T", LANE)  # the remainder, not a full Ship, waits
+
+
+def test_a_held_back_link_does_not_read_the_log_again_until_a_ship_could_be_full():
+    port = port_with(1)
+    link = link_for(port, batch_records=10, eager_ships=1)
+    link.poll(0.0, port.log_end("T", LANE))
+    reads = []
+    local_records = port.local_records
+    port.local_records = lambda *args: reads.append(args) or local_records(*args)
+    for i in range(12):
+        write(port, i)
+        link.poll(0.001 * i, port.log_end("T", LANE))
+    # Read when the first record waited, then again only once ten more positions could fill a Ship, which went.
+    assert len(reads) == 3 and link.sent == 11
+    link.on_ack(ack(link, 11), 0.1)
+    assert [[r.pos for r in s.records] for s, _ in link.poll(0.1, port.log_end("T", LANE))] == [[12, 13]]
+
+
+def test_a_rewind_ships_again_at_once_whatever_was_held_back():
+    port = port_with(1)
+    link = link_for(port, batch_records=100, eager_ships=1, retransmit_after=1.0)
+    link.poll(0.0, port.log_end("T", LANE))
+    write(port, 0)
+    assert link.poll(0.5, port.log_end("T", LANE)) == []
+    link.on_ack(ack(link, 0, gap=True), 0.6)  # the first Ship was lost
+    ships = link.poll(0.6, port.log_end("T", LANE))
+    assert [(s.epoch, s.prev_pos, [r.pos for r in s.records]) for s, _ in ships] == [(1, 0, [1, 2])]

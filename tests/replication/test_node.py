@@ -7,6 +7,7 @@ from globaltables.chaos.history import key_id
 from globaltables.replication.config import ReplicationConfig
 from globaltables.replication.hlc import HybridLogicalClock
 from globaltables.replication.hosted import MrecRegion
+from globaltables.replication.messages import decode
 from globaltables.replication.node import RegionNode
 from globaltables.replication.receiver import Receiver
 from globaltables.runtime.rng import Rng
@@ -197,3 +198,96 @@ def test_messages_from_strangers_or_garbage_are_dropped():
         node.on_message(Envelope("eu-west-1", "us-east-1", "ship", 1, body=b'["ship","Nope",0,0,0,null,[]]'), 0) == []
     )
     assert node.dropped_messages == 3
+
+
+STEADY = LinkSettings(latency_ms=40, jitter_ms=0)
+
+
+def test_an_idle_link_ships_a_commit_at_once_so_it_is_visible_one_link_latency_later():
+    h = Harness(seed=11, link=STEADY)
+    h.scheduler.run_until(1.0)
+    h.scheduler.call_at(1.0, h.write, "us-east-1", "k", "now")
+    h.scheduler.run_until(1.0399)
+    assert h.ports["eu-west-1"].state("T") == {}  # not before the link's latency
+    h.scheduler.run_until(1.040)
+    assert h.ports["eu-west-1"].state("T") == {key_id({"pk": {"S": "k"}}): {"pk": {"S": "k"}, "value": {"S": "now"}}}
+    assert h.ports["ap-southeast-1"].state("T") == h.ports["eu-west-1"].state("T")  # no flush timer on any link
+
+
+def test_a_local_commit_makes_a_poll_due_at_its_own_time():
+    port = FakePort("us-east-1", HybridLogicalClock(lambda: 1_000, 500), REGIONS)
+    node = RegionNode("us-east-1", [r for r in REGIONS if r != "us-east-1"], port)
+    assert node.poll(5.0) == [] and node.next_deadline() is None
+    port.write("T", {"pk": {"S": "a"}}, {"pk": {"S": "a"}, "value": {"S": "x"}})
+    assert node.on_local_commit(7.0) is True
+    assert node.next_deadline() == 7.0
+    assert sorted(envelope.dest for envelope in node.poll(7.0)) == ["ap-southeast-1", "eu-west-1"]
+
+
+def test_a_busy_link_batches_while_a_ship_is_out_and_keeps_order_and_exactly_once_apply():
+    h = Harness(seed=13, link=STEADY, lanes=1, batch_records=500, eager_ships=1)
+    h.scheduler.run_until(1.0)
+    for i in range(40):  # a commit every 5 ms: eight per 80 ms round trip
+        h.scheduler.call_at(1.0 + 0.005 * i, h.write, "us-east-1", f"k{i % 7}", f"v{i}")
+    h.scheduler.run_until_idle(max_events=100_000)
+    assert_converged(h)
+    ships = {link["peer"]: link["ships"] for link in h.status("us-east-1")["links"]}
+    # The first commit ships alone; each later Ship carries what committed during the previous round trip.
+    assert ships == {"ap-southeast-1": 4, "eu-west-1": 4}
+    for region in ("ap-southeast-1", "eu-west-1"):
+        received = h.status(region)["received"]
+        assert received["applied_records"] == 40 and received["duplicates"] == 0 and received["gaps"] == 0
+
+
+def pair(**config) -> tuple[FakePort, RegionNode, FakePort, RegionNode, list]:
+    """us-east-1 -> eu-west-1 over fake ports, driven by hand; `applies` records every apply_replicated call."""
+    regions = ("eu-west-1", "us-east-1")
+    config = ReplicationConfig(**{"lanes": 1, **config})
+    ports = {r: FakePort(r, HybridLogicalClock(lambda: 1_000, 500), regions, lanes=1) for r in regions}
+    nodes = {r: RegionNode(r, [p for p in regions if p != r], ports[r], config, hlc=ports[r].hlc) for r in regions}
+    applies: list[list[int]] = []
+    apply = ports["eu-west-1"].apply_replicated
+
+    def counting(origin, table, lane, records):
+        applies.append([record.pos for record in records])
+        return apply(origin, table, lane, records)
+
+    ports["eu-west-1"].apply_replicated = counting
+    return ports["us-east-1"], nodes["us-east-1"], ports["eu-west-1"], nodes["eu-west-1"], applies
+
+
+def test_ships_of_a_lane_that_arrive_together_apply_in_one_transaction_with_one_ack():
+    source, sender, target, receiver, applies = pair(batch_records=10)
+    for i in range(30):
+        source.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "value": {"S": f"v{i}"}})
+    ships = sender.poll(0.0)
+    assert len(ships) == 3
+    acks = receiver.on_messages(ships, 0.04)
+    assert applies == [list(range(1, 31))]  # one apply, in log order
+    assert len(acks) == 1 and acks[0].in_reply_to == ships[-1].msg_id
+    assert target.applied_position("us-east-1", "T", 0) == 30
+    assert sender.on_messages(acks, 0.08) == [] and sender.links[("eu-west-1", "T", 0)].in_flight == 0
+    assert sender.idle() and target.state("T") == source.state("T")
+
+
+def test_grouped_ships_keep_exactly_once_and_gap_rules():
+    source, sender, target, receiver, applies = pair(batch_records=10, apply_records=20)
+    for i in range(40):
+        source.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "value": {"S": f"v{i}"}})
+    s1, s2, s3, s4 = sender.poll(0.0)
+    # s1 twice (a duplicate) and s2 make one group; the cap (20 records) starts another at s3. Every record
+    # applies once, in order, and each group is answered once.
+    acks = receiver.on_messages([s1, s1, s2, s3, s4], 0.04)
+    assert applies == [list(range(1, 21)), list(range(21, 41))]
+    assert receiver.receiver.applied_records == 40 and receiver.receiver.duplicates == 1
+    assert [decode(ack.body).applied_pos for ack in acks] == [20, 40]
+    # A Ship that does not connect (the one before it was lost) is not grouped: it is answered with a gap ack.
+    for i in range(40, 60):
+        source.write("T", {"pk": {"S": f"k{i}"}}, {"pk": {"S": f"k{i}"}, "value": {"S": f"v{i}"}})
+    t1, t2 = sender.on_messages(acks, 0.08)  # the acks free the window: the new records ship at once
+    acks = receiver.on_messages([t2], 0.12)
+    gap = decode(acks[0].body)
+    assert gap.gap and gap.applied_pos == 40 and len(applies) == 2
+    assert target.state("T") != source.state("T")
+    receiver.on_messages([t1, t2], 0.13)
+    assert applies[-1] == list(range(41, 61)) and target.state("T") == source.state("T")

@@ -142,7 +142,8 @@ class ReplicaPort:
                 image, key = fragment(new), None
             else:
                 image, key = None, key_of(orjson.loads(old))
-            records.append(Mutation(seq, key, version, image, int(created * 1000), bool(service), size))
+            # Rounded, not truncated: truncating would overstate every lag by half a millisecond on average.
+            records.append(Mutation(seq, key, version, image, round(created * 1000), bool(service), size))
         return records
 
     def pending_count(self, table: str, lane: int, after_pos: int) -> int:
@@ -194,16 +195,17 @@ class ReplicaPort:
         if fresh:
             engine.versions.observe(max(record.version for record in fresh))
             key_of = definition.key.key_of
-            keys = [encode(record.key if record.key is not None else key_of(record.image)) for record in fresh]
+            wire_keys = [record.key if record.key is not None else key_of(record.image) for record in fresh]
+            keys = [encode(key) for key in wire_keys]
             # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records.
             latest = store.get_records(table, list(dict.fromkeys(keys)))
             now = engine.clock.wall_time()
             absent = (None, None, False)
-            for record, (pk, sk) in zip(fresh, keys, strict=True):
+            for record, (pk, sk), key in zip(fresh, keys, wire_keys, strict=True):
                 item, version, tombstone = latest.get((pk, sk), absent)
                 if version is not None and record.version <= version:
                     if observe is not None:
-                        decisions.append((record.key or key_of(record.image), record.version, version))
+                        decisions.append((key, record.version, version))
                     applied = record.pos
                     continue  # an older version: it loses and leaves no trace
                 if record.service and item is not None and not engine.ttl.expired(definition, item):
@@ -233,7 +235,7 @@ class ReplicaPort:
                 latest[(pk, sk)] = (image, record.version, image is None)
                 won.append(record.version)
                 if observe is not None:
-                    decisions.append((record.key or key_of(record.image), record.version, None))
+                    decisions.append((key, record.version, None))
         engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
         if observe is not None:
             for key, version, lost_to in decisions:

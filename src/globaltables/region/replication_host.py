@@ -6,7 +6,8 @@ Theory of operation (cores step, hosts loop — docs/replication.md "Layers"):
   deletes included), tells the node (`on_local_commit`) and wakes the poller.
 - The poller task sleeps until the node's `next_deadline()` (or a wake-up), calls `poll(now)` and hands every
   envelope it returns to the transport.
-- Incoming envelopes (the transport's receive handler) go to `on_message(envelope, now)`; its answers are sent
+- Incoming envelopes (the transport's receive handler) are queued and handed over together at the loop's next
+  turn (`on_messages(envelopes, now)`: a lane's connecting Ships apply in one transaction); the answers are sent
   and the poller is woken, since an ack may open a window or move a deadline.
 - `now` is always the unskewed monotonic clock: skewing the region's wall clock (clock faults) moves stamps and
   TTL, never timers.
@@ -121,6 +122,7 @@ class ReplicationHost(RegionHost):
         self.coordinator = ReplicaCoordinator(engine, self.node, settings.secret, self.transport.endpoint, self.wake)
         self.transport.register(self.region, self._on_envelope)
         self._wake = asyncio.Event()
+        self._inbox: list[Envelope] = []  # received, not yet handed to the node (`_on_envelope`)
         self._peers_file_mtime: int | None = None
         self.poll_failures = 0
 
@@ -170,8 +172,22 @@ class ReplicationHost(RegionHost):
     # ---------------------------------------------------------------------------------------------- driving
 
     def _on_envelope(self, envelope: Envelope) -> None:
+        """Queue the envelope; the queue is handed to the node at the loop's next turn, so everything the links
+        received meanwhile goes together (a lane's connecting Ships are applied in one transaction, which is how a
+        backlog drains in few commits). While the node applies, the sockets fill, so a busy region batches more."""
+        self._inbox.append(envelope)
+        if len(self._inbox) == 1:
+            asyncio.get_running_loop().call_soon(self._take_inbox)
+
+    def _take_inbox(self) -> None:
+        envelopes, self._inbox = self._inbox, []
         send = self.transport.send
-        for answer in self.hosted.on_message(envelope, time.monotonic()):
+        try:
+            answers = self.hosted.on_messages(envelopes, time.monotonic())
+        except Exception:  # as a failing handler on the transport: the messages are lost, the senders retransmit
+            log.exception("replication messages failed")
+            return
+        for answer in answers:
             send(answer)
         self._wake.set()
 

@@ -44,14 +44,15 @@ class LagHistogram:
         self.fine: dict[int, int] = {}  # bucket index -> count; bucket i holds lags in (GROWTH**(i-1), GROWTH**i]
         self.exposed = [0] * (len(EXPOSED_BUCKETS_MS) + 1)  # per exposed bucket (not cumulative); last: +Inf
 
-    def add(self, lag_ms: float) -> None:
+    def add(self, lag_ms: float, count: int = 1) -> None:
+        """`count` samples of the same lag."""
         lag_ms = max(lag_ms, 0.0)
-        self.count += 1
-        self.sum += lag_ms
+        self.count += count
+        self.sum += lag_ms * count
         self.max = max(self.max, lag_ms)
         index = math.ceil(math.log(lag_ms) / LOG_GROWTH) if lag_ms > 0.01 else -233
-        self.fine[index] = self.fine.get(index, 0) + 1
-        self.exposed[bisect_left(EXPOSED_BUCKETS_MS, lag_ms)] += 1
+        self.fine[index] = self.fine.get(index, 0) + count
+        self.exposed[bisect_left(EXPOSED_BUCKETS_MS, lag_ms)] += count
 
     def quantile(self, q: float) -> float | None:
         return quantile_of(self.fine, q, self.max)
@@ -109,8 +110,13 @@ class ReplicationMetrics:
         if histogram is None:
             histogram = self.lag[(origin, table)] = LagHistogram()
         now_ms = self._wall_time() * 1000.0
+        # Records committed in the same millisecond (a batch write, a burst) have the same lag: one sample each,
+        # added once per distinct commit time (a replicated backlog of 500 records holds a few dozen).
+        commits: dict[int, int] = {}
         for record in records:
-            histogram.add(now_ms - record.commit_ms)
+            commits[record.commit_ms] = commits.get(record.commit_ms, 0) + 1
+        for commit_ms, count in commits.items():
+            histogram.add(now_ms - commit_ms, count)
 
     def ensure(self, links: Iterable[tuple[str, str]]) -> None:
         """Make every inbound (source, table) link visible, even before its first record."""

@@ -14,9 +14,9 @@ node with the same calls, each passing its monotonic clock's `now` in seconds an
 How local commits reach replication, in one way for every host: `MrecRegion.attach` registers an after-commit
 listener on the engine (`Engine.add_commit_listener`, engine/commit.py). The engine calls it after a batch's store
 transaction committed; when the batch holds a write that originated here (a client write, a TTL deletion, an item
-re-asserted over a replicated TTL deletion), the node is told (`RegionNode.on_local_commit`: ship within
-`flush_interval`, so a burst of commits shares Ships) and the host woken. Nobody has to remember to call anything
-after a write, and a write the engine dropped (an unchanged item, a wall-clock loser) wakes nothing.
+re-asserted over a replicated TTL deletion), the node is told (`RegionNode.on_local_commit`: a poll is due at
+once; an idle link ships the write then, a busy one with what follows when an ack comes) and the host woken.
+Nobody has to remember to call anything after a write, and a write the engine dropped (an unchanged item, a wall-clock loser) wakes nothing.
 
 A strong-mode member commits through its protocol, not after the fact: a client write is submitted to the node
 (`MrscNode.submit_write` and its kin, which the hosts call on `MrscRegion.node`) and commits when a majority agreed,
@@ -95,6 +95,10 @@ class MrecRegion:
 
     def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
         return self.node.on_message(envelope, now)
+
+    def on_messages(self, envelopes: list[Envelope], now: float) -> list[Envelope]:
+        """Envelopes that arrived together: a lane's connecting Ships are applied in one transaction."""
+        return self.node.on_messages(envelopes, now)
 
     def poll(self, now: float) -> list[Envelope]:
         return self.node.poll(now)

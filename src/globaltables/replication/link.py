@@ -5,6 +5,10 @@ Theory of operation (docs/replication.md, "Link"):
   trimmed up to the minimum over peers); `sent` the last position shipped; `epoch` is bumped on every rewind.
 - `poll` ships the lane's records after `sent` in batches while fewer than `window_records` are unacknowledged.
   Each Ship says where it starts (`prev_pos`), so the receiver can tell a batch that does not connect.
+- Batching is Nagle's, without a timer: a full Ship (`batch_records`, `batch_bytes` or what the window allows)
+  goes at once; so does a partial one (the end of the log) while fewer than `eager_ships` Ships are unacknowledged.
+  Otherwise the records wait for an ack, and whatever accumulated by then shares the next Ship. So an idle link
+  ships a commit the moment it is polled, and a busy link batches by itself, with nothing to tune in time.
 - An ack advances `acked` (whatever its epoch: an applied position is a durable fact). A gap ack of the current
   epoch rewinds: `sent = acked`, epoch + 1, and the window is shipped again. Gap acks of older epochs answer Ships
   sent before the rewind and are ignored, so one loss costs one rewind, not one per message in flight.
@@ -43,8 +47,8 @@ FAILED = "failed"
 
 class ReplicationLink:
     __slots__ = (
-        "_batches", "_in_flight", "_port", "_probing", "_progress_at", "_resume_at", "_retries", "acked", "config",
-        "deferrals", "epoch", "error", "lane", "peer", "rewinds", "sent", "ships", "state", "table",
+        "_batches", "_in_flight", "_port", "_probing", "_progress_at", "_resume_at", "_retries", "_short", "acked",
+        "config", "deferrals", "epoch", "error", "lane", "peer", "rewinds", "sent", "ships", "state", "table",
     )  # fmt: skip
 
     def __init__(self, peer: str, table: str, lane: int, port: ReplicaPortLike, config: ReplicationConfig) -> None:
@@ -64,6 +68,9 @@ class ReplicationLink:
         self._retries = 0  # retransmits since the last ack progress
         self._probing = False  # timed out: one Ship in flight at most until the peer is heard again
         self._resume_at: float | None = None  # the peer deferred records: ship nothing before this time
+        # Held back while `eager_ships` Ships are out: (log_end, records found after `sent` up to it), so a poll
+        # does not read the log again until enough positions were added to fill a Ship (None: nothing held back).
+        self._short: tuple[int, int] | None = None
         self.ships = 0  # Ships sent, for statistics
         self.rewinds = 0
         self.deferrals = 0  # deferred acks (the peer lacked write capacity)
@@ -108,16 +115,24 @@ class ReplicationLink:
         while self.sent < log_end and self._in_flight < config.window_records:
             if self._probing and self._in_flight:
                 break  # the probe is out: wait for its ack before shipping the window
+            limit = min(config.batch_records, config.window_records - self._in_flight)
+            held = len(self._batches) >= config.eager_ships
+            short = self._short
+            if held and short is not None and short[1] + (log_end - short[0]) < limit:
+                break  # positions are unique, so the lane cannot have filled a Ship since it was last read
             if self.sent < self._port.log_start(self.table, self.lane) - 1:
                 self._fail(
                     f"log of {self.table} lane {self.lane} trimmed past position {self.sent}, which {self.peer} "
                     f"needs (log starts at {self._port.log_start(self.table, self.lane)})"
                 )
                 break
-            limit = min(config.batch_records, config.window_records - self._in_flight)
             records = self._port.local_records(self.table, self.lane, self.sent, limit)
             if not records:
                 break
+            if held and len(records) < limit and len(self._encode(tuple(records), None)[0].records) == len(records):
+                self._short = (log_end, len(records))  # a partial Ship while busy: wait for an ack (Nagle)
+                break
+            self._short = None
             ship, data = self._encode(tuple(records), stamp())
             if self.sent <= self.acked:
                 self._progress_at = now  # the retransmit timer runs from the first unacknowledged Ship
@@ -182,6 +197,7 @@ class ReplicationLink:
             batches = self._batches
             while batches and batches[0][0] <= applied:
                 self._in_flight -= batches.popleft()[1]
+            self._short = None
         if ack.gap and ack.epoch == self.epoch:
             self._rewind(now)
         elif ack.deferred and ack.epoch == self.epoch:
@@ -199,6 +215,7 @@ class ReplicationLink:
         self.rewinds += 1
         self._batches.clear()
         self._in_flight = 0
+        self._short = None
         self._progress_at = now
 
     def _fail(self, error: str) -> None:

@@ -2,8 +2,9 @@
 
 Theory of operation: a host (the region process over aiohttp, or the simulator) owns the clock and the transport
 and drives the node with four calls, passing the current time in seconds (its monotonic clock):
-  - `on_local_commit(now)` after a client write committed; the node ships it within `flush_interval`, so a burst
-    of commits shares Ships;
+  - `on_local_commit(now)` after a client write committed: a poll is due at once (no flush timer); each link
+    ships it now if it is idle, or with whatever else accumulated when an ack frees it (replication/link.py,
+    Nagle without a timer);
   - `poll(now)` when `next_deadline()` has come: ships what the windows allow, retransmits what timed out;
   - `on_message(envelope, now)` for every envelope that arrives; answers Ships with acks, and refills the window
     of a link whose ack made room;
@@ -66,7 +67,7 @@ class RegionNode:
         self._lanes: dict[str, list[list[ReplicationLink]]] = {}  # table -> lane -> links to every peer
         # table -> the replicas its links were built for; a change (a replica added or removed) rebuilds them.
         self._members: dict[str, list[str]] = {}
-        self._flush_at: float | None = 0.0  # a first poll picks up whatever the log holds (e.g. after a restart)
+        self._poll_at: float | None = 0.0  # a first poll picks up whatever the log holds (e.g. after a restart)
         self._msg_id = 0
         self.dropped_messages = 0
         self._backing_off: set[str] = set()  # peers with a link in retransmit backoff (see `peer_heard`)
@@ -75,20 +76,21 @@ class RegionNode:
     def hold(self, held: dict[str, frozenset[str]]) -> None:
         """Replace the held (table -> peers) replication; a hold that ends ships at the next poll."""
         self.held = {table: frozenset(peers) for table, peers in held.items() if peers}
-        self._flush_at = 0.0  # due at once: the next poll ships what a hold that ended kept back
+        self._poll_at = 0.0  # due at once: the next poll ships what a hold that ended kept back
 
     # ------------------------------------------------------------------------------------------------ inputs
 
     def on_local_commit(self, now: float | None = None) -> bool:
-        """A client write committed: ship it soon (after `flush_interval`, batching a burst). Whether that moved
-        `next_deadline()` (False: a flush was already due, which will ship this write too)."""
-        if self._flush_at is not None:
+        """A client write committed: a poll is due now, which ships it on every link that is not busy (a busy link
+        ships it with what follows when an ack comes). Whether that moved `next_deadline()` (False: a poll was
+        already due, which will see this write too; commits between two polls share Ships)."""
+        if self._poll_at is not None:
             return False
-        self._flush_at = (now if now is not None else float("-inf")) + self.config.flush_interval
+        self._poll_at = now if now is not None else float("-inf")
         return True
 
     def poll(self, now: float) -> list[Envelope]:
-        self._flush_at = None
+        self._poll_at = None
         out: list[Envelope] = []
         port = self.port
         tables = port.global_tables()
@@ -110,44 +112,85 @@ class RegionNode:
         return out
 
     def on_message(self, envelope: Envelope, now: float) -> list[Envelope]:
+        return self.on_messages([envelope], now)
+
+    def on_messages(self, envelopes: list[Envelope], now: float) -> list[Envelope]:
+        """Envelopes that arrived together (a host hands over whatever it received before it got to run). Ships
+        of the same (origin, table, lane) and epoch that connect, in arrival order, are applied in one store
+        transaction (up to `apply_records` records) and answered with one ack, which acknowledges them all."""
+        out: list[Envelope] = []
+        runs: dict[tuple[str, str, int], list[tuple[Envelope, Ship]]] = {}
+        for envelope in envelopes:
+            message = self._accept(envelope, now)
+            if message is None:
+                continue
+            src = envelope.src
+            if type(message) is Ship:
+                port = self.port
+                table = message.table
+                lane = message.lane
+                if table not in port.global_tables() or lane >= port.lanes(table) or src not in port.peers(table):
+                    # Not (yet) a replica of this table here: no ack, so the sender retries later with backoff.
+                    self._drop(envelope, f"no replica of {message.table} lane {message.lane} here")
+                    continue
+                runs.setdefault((src, table, message.lane), []).append((envelope, message))
+            else:
+                self._on_ack(src, envelope, message, now, out)  # type: ignore[arg-type]
+        limit = self.config.apply_records
+        for (src, _table, _lane), ships in runs.items():
+            group = [ships[0]]
+            end, count = ships[0][1].last_pos, len(ships[0][1].records)
+            for envelope, ship in ships[1:]:
+                if ship.epoch == group[0][1].epoch and ship.prev_pos <= end and count < limit:
+                    group.append((envelope, ship))
+                    if ship.last_pos > end:  # a duplicate adds nothing to apply
+                        end, count = ship.last_pos, count + len(ship.records)
+                    continue
+                self._apply(src, group, out)
+                group, end, count = [(envelope, ship)], ship.last_pos, len(ship.records)
+            self._apply(src, group, out)
+        return out
+
+    def _accept(self, envelope: Envelope, now: float) -> Ship | ShipAck | None:
+        """The envelope's message, after the HLC receive rule; None (dropped and counted) if it is not one."""
         src = envelope.src
         if src not in self.peers:
-            return self._drop(envelope, f"unknown peer {src!r}")
+            self._drop(envelope, f"unknown peer {src!r}")
+            return None
         try:
             message = decode(envelope.body)  # type: ignore[arg-type]
         except (MessageError, TypeError) as error:
-            return self._drop(envelope, str(error))
+            self._drop(envelope, str(error))
+            return None
         if message.stamp is not None and self.hlc is not None:
             try:
                 self.hlc.update(HlcTimestamp.parse(message.stamp))
             except ValueError as error:
-                return self._drop(envelope, str(error))
+                self._drop(envelope, str(error))
+                return None
         if src in self._backing_off:
             self._peer_heard(src, now)
-        if type(message) is Ship:
-            port = self.port
-            table = message.table
-            if table not in port.global_tables() or message.lane >= port.lanes(table) or src not in port.peers(table):
-                # Not (yet) a replica of this table here: no ack, so the sender retries later with backoff.
-                return self._drop(envelope, f"no replica of {message.table} lane {message.lane} here")
-            ack = self.receiver.on_ship(src, message, self._stamp())
-            self._msg_id += 1
-            return [envelope.reply(SHIP_ACK, self._msg_id, encode(ack))]
-        assert type(message) is ShipAck
+        return message
+
+    def _apply(self, src: str, group: list[tuple[Envelope, Ship]], out: list[Envelope]) -> None:
+        ack = self.receiver.on_ships(src, [ship for _, ship in group], self._stamp())
+        self._msg_id += 1
+        out.append(group[-1][0].reply(SHIP_ACK, self._msg_id, encode(ack)))
+
+    def _on_ack(self, src: str, envelope: Envelope, message: ShipAck, now: float, out: list[Envelope]) -> None:
         link = self.links.get((src, message.table, message.lane))
         if link is None:
-            return self._drop(envelope, f"ack for unknown link {message.table}/{message.lane}")
+            self._drop(envelope, f"ack for unknown link {message.table}/{message.lane}")
+            return
         link.on_ack(message, now)
-        out: list[Envelope] = []
         log_end = self.port.log_end(link.table, link.lane)
         if link.wants_to_ship(log_end) and link.peer not in self.held.get(link.table, ()):
             self._ship(link, link.poll(now, log_end, self._stamp), out)
-        return out
 
     # ------------------------------------------------------------------------------------------------ timing
 
     def next_deadline(self) -> float | None:
-        deadline = self._flush_at
+        deadline = self._poll_at
         for link in self.links.values():
             if link.peer in self.held.get(link.table, ()):
                 continue  # a held link has no timer: nothing is retransmitted while it is held

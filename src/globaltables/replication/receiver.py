@@ -9,7 +9,9 @@ its own and a crash loses nothing it acknowledged.
   position. Records at or below it are duplicates (a retransmission, a duplicated message) and change nothing.
 - Back-pressure: a region short of write capacity applies only a prefix of the records (the port's
   `apply_replicated` stops before the first record it cannot afford). The applied position then lies before the
-  Ship's last record, and the ack says `deferred`: the sender keeps the rest and ships it again later.
+  last Ship's last record, and the ack says `deferred`: the sender keeps the rest and ships it again later.
+- Ships of a lane that arrived together and connect (`on_ships`) are applied as one: one store transaction, one
+  ack carrying the position after the last (acks are cumulative, so the sender is answered for every one).
 """
 
 from __future__ import annotations
@@ -38,21 +40,38 @@ class Receiver:
         self.deferred = 0  # Ships applied only in part for lack of write capacity
 
     def on_ship(self, origin: str, ship: Ship, stamp: str | None = None) -> ShipAck:
+        return self.on_ships(origin, [ship], stamp)
+
+    def on_ships(self, origin: str, ships: Sequence[Ship], stamp: str | None = None) -> ShipAck:
+        """Ships of one (origin, table, lane) and epoch, in the order they came, each starting at or before the
+        end of the one before (the node groups them so): applied in one transaction, answered with one ack for
+        the last. The first decides: if it does not connect, nothing is applied and the ack is a gap ack."""
         port = self._port
-        table, lane = ship.table, ship.lane
+        first = ships[0]
+        table, lane, epoch = first.table, first.lane, ships[-1].epoch
         applied = port.applied_position(origin, table, lane)
-        if ship.prev_pos > applied:
+        if first.prev_pos > applied:
             self.gaps += 1
-            return ShipAck(table, lane, ship.epoch, applied, True, stamp)
-        if ship.last_pos <= applied:
-            self.duplicates += 1
-            return ShipAck(table, lane, ship.epoch, applied, False, stamp)
-        before = applied
-        applied, won = port.apply_replicated(origin, table, lane, ship.records)
-        self.applied_records += sum(1 for record in ship.records if record.pos > before)
-        if self.on_applied is not None:
-            self.on_applied(origin, table, [record for record in ship.records if record.pos > before])
+            return ShipAck(table, lane, first.epoch, applied, True, stamp)
+        fresh: list[Mutation] = []
+        last = applied
+        for ship in ships:
+            before = len(fresh)
+            for record in ship.records:
+                if record.pos > last:
+                    last = record.pos
+                    fresh.append(record)
+            if len(fresh) == before:
+                self.duplicates += 1  # a Ship that brought nothing new
+        if not fresh:
+            return ShipAck(table, lane, epoch, applied, False, stamp)
+        applied, won = port.apply_replicated(origin, table, lane, fresh)
+        if applied < last:  # deferred: only the records up to `applied` committed
+            fresh = [record for record in fresh if record.pos <= applied]
+        self.applied_records += len(fresh)
+        if self.on_applied is not None and fresh:
+            self.on_applied(origin, table, fresh)
         self.won += len(won)
-        deferred = applied < ship.last_pos
+        deferred = applied < ships[-1].last_pos
         self.deferred += deferred
-        return ShipAck(table, lane, ship.epoch, applied, False, stamp, deferred)
+        return ShipAck(table, lane, epoch, applied, False, stamp, deferred)
