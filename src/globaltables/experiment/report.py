@@ -14,6 +14,7 @@ from typing import Any
 
 from ..chaos.checkers.result import INVALID, UNKNOWN, overall, verdict_of
 from ..topology.model import Topology
+from .capacity import hottest_key_lines
 from .proofs import proof_section
 
 HEADLINE = {"valid": "all checks passed", "invalid": "CHECKS FAILED", "unknown": "CHECKS UNDECIDED"}
@@ -100,6 +101,7 @@ def render_markdown(results: dict[str, Any], drawn: dict[str, str]) -> str:
             f"{outcomes['fail']} | {outcomes['info']} | {errors} |"
         )
     lines += throttle_lines(results)
+    lines += hottest_key_lines(results)
     lines += ["", "## Replication lag (ms, probe write acknowledged → first read that returns it)", ""]
     if results["replication_lag_ms"]:
         lines += ["| link | one-way link | samples | p50 | p99 | max |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
