@@ -98,3 +98,11 @@ async def test_the_load_generator_retries_throttles_as_the_sdk_mode_would(tmp_pa
     # Every throttled attempt is counted, and is either retried or (its 3 attempts or the retry quota spent) the
     # end of its operation: puts fail here only by throttling.
     assert throttles["attempts"] == throttles["retries"] + throttles["operations_failed"]
+    # What the retries did to p99: the same seeded load without them answers every put at its first attempt.
+    plain = await run_experiment(ROOT / "topologies" / "hot-partition.yaml", out_dir=tmp_path / "plain",
+                                 duration_s=2.0, make_plots=False)  # fmt: skip
+    assert plain.exit_code == 0, plain.reason or plain.results["checks"]
+    for region, ops in outcome.results["latency_ms"].items():
+        assert ops["put"]["p99"] > plain.results["latency_ms"][region]["put"]["p99"], region
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "the delays of `sdk_retries: standard` included" in report

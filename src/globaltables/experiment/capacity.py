@@ -132,8 +132,10 @@ def hottest_key_lines(results: dict[str, Any]) -> list[str]:
     lines = ["", "## Hottest keys (Contributor Insights, per region and table)", ""]
     rows = hottest_keys(capacity)
     if rows:
-        lines += ["| region | table | rank | most accessed partition key | units | most throttled partition key | "
-                  "throttles |", "| --- | --- | ---: | --- | ---: | --- | ---: |"]  # fmt: skip
+        lines += [
+            "| region | table | rank | most accessed partition key | units | most throttled partition key | throttles |",
+            "| --- | --- | ---: | --- | ---: | --- | ---: |",
+        ]
         for row in rows:
             a, t = row["accessed"], row["throttled"]
             lines.append(
@@ -142,8 +144,14 @@ def hottest_key_lines(results: dict[str, Any]) -> list[str]:
             )
     else:
         lines.append("No keys counted (Contributor Insights off, or capacity not modelled).")
-    lines += ["", "| region | table | ConsumedReadCapacityUnits | ConsumedWriteCapacityUnits | ThrottledRequests | "
-              "ReadThrottleEvents | WriteThrottleEvents | by reason |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    lines += [
+        "",
+        (
+            "| region | table | ConsumedReadCapacityUnits | ConsumedWriteCapacityUnits | ThrottledRequests | "
+            "ReadThrottleEvents | WriteThrottleEvents | by reason |"
+        ),
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for region, found in capacity.items():
         for table, resource in (found.get("tables") or {}).items():
             if "ConsumedWriteCapacityUnits" not in resource:

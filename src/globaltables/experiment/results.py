@@ -147,14 +147,21 @@ _TOP_KEYS = {
     "type": "object",
     "additionalProperties": {
         "type": "array",
-        "items": {"type": "object", "required": ["rank", "key", "value"],
-                  "properties": {"rank": {"type": "integer", "minimum": 1}, "key": {"type": "object"},
-                                 "value": {"type": "number"}}},  # fmt: skip
+        "items": {
+            "type": "object",
+            "required": ["rank", "key", "value"],
+            "properties": {
+                "rank": {"type": "integer", "minimum": 1},
+                "key": {"type": "object"},
+                "value": {"type": "number"},
+            },
+        },
     },
 }
 _CAPACITY_METRICS = {
     "^(Consumed|Provisioned)(Read|Write)CapacityUnits$|ThrottleEvents$|^OnlineIndexPercentageProgress$": {
-        "type": "number", "minimum": 0,
+        "type": "number",
+        "minimum": 0,
     },
 }
 _CAPACITY_TABLE = {
@@ -165,8 +172,14 @@ _CAPACITY_TABLE = {
         "ThrottledRequests": {"type": "integer", "minimum": 0},
         "ThrottledRequestsByOperation": {"type": "object", "additionalProperties": {"type": "integer"}},
         "top_keys": _TOP_KEYS,
-        "indexes": {"type": "object", "additionalProperties": {"type": "object", "patternProperties": _CAPACITY_METRICS,
-                                                                "properties": {"top_keys": _TOP_KEYS}}},  # fmt: skip
+        "indexes": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "patternProperties": _CAPACITY_METRICS,
+                "properties": {"top_keys": _TOP_KEYS},
+            },
+        },
     },
 }
 SCHEMA: dict[str, Any] = {
