@@ -12,7 +12,7 @@ Rules:
    `contributor_insights: false`. It is enabled through the data plane (UpdateContributorInsights), as a client
    would, before the warm-up, so the warm-up's requests are counted too.
 2. The counters are the regions' own since they started: a fresh deployment's are the run's; an attached one's
-   include what came before.
+   include what came before. An attached region without the route (404) is left out of the section.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import asyncio
 import urllib.error
 from typing import Any
 
+from ..region.control_client import ControlError
 from .dynamodb_client import dynamodb
 
 MODE = "ACCESSED_AND_THROTTLED_KEYS"
@@ -76,7 +77,12 @@ async def collect_capacity(run) -> dict[str, Any]:
     enabled = set(getattr(run, "insights_enabled", ()) or ())
     capacity: dict[str, Any] = {}
     for region in run.replicas:
-        answer = await run.regions.control.call(run.regions.endpoints[region], "/control/capacity", region=region)
+        try:
+            answer = await run.regions.control.call(run.regions.endpoints[region], "/control/capacity", region=region)
+        except ControlError as error:
+            if error.status != 404:
+                raise
+            continue  # an attached region older than the route: no counters to report, not a failed run
         capacity[region] = {
             "modelled": bool(answer.get("modelled")),
             "contributor_insights": region in enabled,
