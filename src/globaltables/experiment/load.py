@@ -393,7 +393,8 @@ class LoadGenerator:
             delay = client.retry_delay(attempt, answer.error, answer.outcome)
             if delay is None:
                 return answer
-            self.retries += 1
+            # The workload's retries: the lag probe's are not counted, as its throttles are not (results.json throttles).
+            self.retries += not probe
             await asyncio.sleep(delay)
 
     # ------------------------------------------------------------------------------------------ driving
