@@ -161,3 +161,20 @@ def test_a_planted_bug_of_the_other_mode_is_refused():
     topology, workload = load_experiment(ROOT / "topologies" / "mrsc-three-replicas.yaml")
     with pytest.raises(ValueError, match="MREC bug"):
         run_simulated(topology, workload, None, 1, 1, None, hooks=PlantedBugs(ignore_replicated_write=("us-east-1", 1)))
+
+
+def test_the_entry_point_takes_and_gives_picklable_values_for_worker_processes():
+    import pickle
+
+    from globaltables.experiment.runner import load_chaos
+
+    topology, workload = load_experiment(QUICKSTART)
+    schedule = load_chaos(PARTITION, topology, 3)
+    # A worker gets the topology's path (a loaded Topology holds read-only mapping proxies, which do not pickle).
+    arguments = pickle.loads(pickle.dumps((QUICKSTART, workload, schedule, 3, 2.0, None)))
+    bug = pickle.loads(pickle.dumps(PlantedBugs(ignore_replicated_write=("eu-west-1", 0.01))))
+    result = run_simulated(*arguments, hooks=bug)
+    again = pickle.loads(pickle.dumps(result))
+    assert again.results == result.results and again.verdicts == result.verdicts and again.replay == result.replay
+    assert result.replay.startswith(f"globaltables run {QUICKSTART} --simulated --seed 3")
+    assert run_simulated(QUICKSTART, None, schedule, 3, 2.0, None).results["workload"] == result.results["workload"]

@@ -44,7 +44,7 @@ from ..chaos.checkers.result import exit_status, verdict_of
 from ..chaos.controller import Controller
 from ..chaos.history import DEFINITE_ERRORS, History, key_id
 from ..chaos.schedule import Schedule
-from ..chaos.target import SimTarget
+from ..chaos.target import SimTarget, TargetError
 from ..engine.errors import DynamoError
 from ..engine.mutation import Mutation
 from ..region import wire
@@ -82,7 +82,7 @@ from .runner import (
     load_chaos,
     load_experiment,
 )
-from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload
+from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload, parse_workload
 
 STARTED_AT = datetime.datetime.fromtimestamp(DEFAULT_EPOCH, datetime.UTC).isoformat(timespec="seconds")
 LOAD_START_S = 0.05  # as LoadGenerator.run: the first operation is intended this long after the load starts
@@ -219,16 +219,11 @@ class _Clients:
 
     @staticmethod
     def classify(error: DynamoError) -> tuple[str, str]:
-        name = wire.error_answer(error)[1]
-        text = error.__class__.__name__
-        try:
-            import orjson
-
-            text = str(orjson.loads(name).get("__type", "")).rpartition("#")[2] or text
-        except ValueError:
-            pass
-        outcome = "fail" if error.status < 500 and text in DEFINITE_ERRORS else "info"
-        return outcome, text
+        """(outcome, error name) as the load generator classifies an error answer: the wire body's `__type`
+        after its `#`; fail when the status is below 500 and the error proves no effect, else info."""
+        name = str(error.to_body().get("__type", "")).rpartition("#")[2] or type(error).__name__
+        outcome = "fail" if error.status < 500 and name in DEFINITE_ERRORS else "info"
+        return outcome, name
 
     # -- the drive loop ---------------------------------------------------------------------------------------
 
@@ -462,7 +457,6 @@ class _SimRun:
         self.load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), self.history, self.clock,
                                   topology.credentials)  # fmt: skip
         self.clients: _Clients = _MrscClients(self) if self.strong else _MrecClients(self)
-        self._resume_waiters: dict[str, list[Callable[[], None]]] = {}
 
     def _port(self, region: str, port: Any) -> Any:
         """Every (re)start of a region: its decisions logged on the observer's clock, and any planted bug."""
@@ -533,7 +527,7 @@ class _SimRun:
         request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
         while True:
             answer: list[Any] = []
-            self.clients._send(region, "Scan", request, lambda *args: answer.append(args))
+            self.clients._send(region, "Scan", request, lambda *args, into=answer: into.append(args))
             while not answer and self.scheduler.step():
                 pass
             if not answer or answer[0][0] != "ok":
@@ -592,7 +586,10 @@ def _load_and_faults(sim: _SimRun, schedule: Schedule | None, chaos_log: list[st
     sim.scheduler.run_until(measure_from)
     if schedule is not None:
         controller = Controller(sim.target, sim.history, log=chaos_log.append)
-        controller.run(schedule, quiet=False)
+        try:
+            controller.run(schedule, quiet=False)
+        except TargetError as error:  # a fault this simulated topology cannot take
+            raise RunAborted(f"the simulator cannot run this schedule: {error}") from None
     sim.scheduler.run_until(stop)
     sim.clients.stop_probes()
     # Every request answered and every probe round over, as the process run's load phase awaits them.
@@ -636,8 +633,8 @@ def _final_reads(sim: _SimRun) -> FinalReads:
 
 
 def run_simulated(
-    topology: Topology,
-    workload: Workload,
+    topology: Topology | Path,
+    workload: Workload | None,
     chaos: Schedule | Path | None,
     seed: int,
     duration_s: float | None = None,
@@ -649,8 +646,10 @@ def run_simulated(
 ) -> SimulatedRun:
     """Run one experiment on the simulator, in virtual time, and judge it.
 
-    `topology`: a loaded topology (experiment/topology.py `load_topology`); `workload`: its workload
-    (`parse_workload`, or `load_experiment` for both); `chaos`: a loaded `Schedule`, the path of a chaos file
+    `topology`: a loaded topology (experiment/topology.py `load_topology`), or the path of a topology file (what
+    to hand a worker process: a loaded Topology does not pickle, its mappings being read-only proxies; the path
+    then also names the topology in the replay command); `workload`: the workload to run (`parse_workload`, or
+    `load_experiment` for both), or None for the topology's own; `chaos`: a loaded `Schedule`, the path of a chaos file
     (loaded for this topology with `seed`, as `--chaos` is), or None; `seed`: fixes the workload, the network's
     draws and the chaos nemesis; `duration_s`: overrides the workload's measured duration (None: the workload's;
     the load always runs until the schedule's final heal); `out_dir`: where the artifacts go (results.json,
@@ -658,8 +657,17 @@ def run_simulated(
     (`PlantedBugs`); `topology_path`: the file the topology came from, for the replay command.
 
     Raises RunAborted when the run cannot be made (a schedule this topology cannot take, a fault the simulator
-    cannot apply). Picklable arguments only; no process, thread or event loop is started.
+    cannot apply). Every argument but a loaded Topology pickles, and so does the result; no process, thread or
+    event loop is started.
     """
+    if isinstance(topology, Path):
+        topology_path = topology_path or topology
+        topology, own = load_experiment(topology)
+        workload = workload if workload is not None else own
+    elif workload is None:
+        if topology.workload is None:
+            raise RunAborted(f"topology {topology.name}: workload: is required to run an experiment")
+        workload = parse_workload(topology.workload, [region.name for region in topology.replicas])
     if duration_s is not None:
         workload = workload.with_overrides(duration_s=duration_s)
     chaos_path = chaos if isinstance(chaos, Path) else None
@@ -726,8 +734,13 @@ def replay_command(topology_path: Path, chaos_path: Path | None, seed: int, dura
 
 
 def run_simulated_file(
-    topology_path: Path, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s: float | None,
-    *, make_plots: bool = True,
+    topology_path: Path,
+    chaos_path: Path | None,
+    seed: int,
+    out_dir: Path | None,
+    duration_s: float | None,
+    *,
+    make_plots: bool = True,
 ) -> RunOutcome:
     """`run_simulated` on a topology file, as `runner.run_experiment` runs one: a RunOutcome, never raising for a
     run that could not be made (exit status 2 with the reason instead)."""
@@ -766,5 +779,11 @@ def run_simulated_command(
     return outcome.exit_code
 
 
-__all__ = ["PlantedBugs", "SimulatedRun", "replay_command", "run_simulated", "run_simulated_command",
-           "run_simulated_file"]
+__all__ = [
+    "PlantedBugs",
+    "SimulatedRun",
+    "replay_command",
+    "run_simulated",
+    "run_simulated_command",
+    "run_simulated_file",
+]
