@@ -22,7 +22,9 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
 What differs from a process run, by construction: an MREC request takes no virtual time (the region answers at the
 instant it is asked; latencies are 0 unless a region is paused); a request to a crashed region completes `info`
 ConnectionError at once, to a paused one it waits until the region resumes (answered then) or until timeout_s
-(`info` Timeout); the apply-decision log of a region survives its restarts (the observer keeps it, not the region).
+(`info` Timeout; a region crashed meanwhile resets it: ConnectionError); the apply-decision log of a region
+survives its restarts (the observer keeps it, not the region). MREC regions sweep expired items every
+`ttl_sweep_interval_s` of virtual time, as the region process's sweeper does.
 
 Determinism: everything random comes from `Rng(seed)` forks; results carry only virtual times (`started_at` is the
 simulator's epoch, the virtual wall time at t = 0), so one seed gives byte-identical history.jsonl and results.json.
@@ -85,6 +87,7 @@ from .runner import (
 from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload, parse_workload
 
 STARTED_AT = datetime.datetime.fromtimestamp(DEFAULT_EPOCH, datetime.UTC).isoformat(timespec="seconds")
+TTL_SWEEP_LIMIT = 500  # items per sweep step, as the pytest kit's simulated harness sweeps
 LOAD_START_S = 0.05  # as LoadGenerator.run: the first operation is intended this long after the load starts
 
 
@@ -208,8 +211,14 @@ class _Clients:
         if not self.run.up(region):
             answered("info", None, None, "ConnectionError")  # a refused connection, as aiohttp reports it
         elif target.is_paused(region):
-            self.run.wait_for_resume(region, load.workload.timeout_s,
-                                     lambda: self._send(region, operation, body, answered),
+
+            def resumed() -> None:
+                if self.run.up(region):
+                    self._send(region, operation, body, answered)
+                else:  # crashed while paused: the held connection is reset
+                    answered("info", None, None, "ConnectionError")
+
+            self.run.wait_for_resume(region, load.workload.timeout_s, resumed,
                                      lambda: answered("info", None, None, "Timeout"))  # fmt: skip
         else:
             self._send(region, operation, body, answered)
@@ -379,6 +388,11 @@ class _MrscClients(_Clients):
         from ..region.mrsc_requests import GUARD_S
 
         steps = flight.steps
+        if outcomes is not None and not self.run.up(flight.region):  # crashed before the request was resumed
+            flight.crashed = True
+            steps.close()
+            flight.answered("info", None, None, "ConnectionError")
+            return
         try:
             waits = next(steps) if outcomes is None else steps.send(outcomes)
             while True:
@@ -457,6 +471,8 @@ class _SimRun:
         self.load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), self.history, self.clock,
                                   topology.credentials)  # fmt: skip
         self.clients: _Clients = _MrscClients(self) if self.strong else _MrecClients(self)
+        if not self.strong:  # MREC regions sweep expired items, as the region process's sweeper does
+            self.scheduler.call_later(topology.ttl_sweep_interval_s, self._sweep_ttl)
 
     def _port(self, region: str, port: Any) -> Any:
         """Every (re)start of a region: its decisions logged on the observer's clock, and any planted bug."""
@@ -471,6 +487,18 @@ class _SimRun:
 
     def up(self, region: str) -> bool:
         return self.cluster.region(region).up
+
+    def _sweep_ttl(self) -> None:
+        """Every region up, in order, sweeps its expired items to the end of a pass (testing/simulated.py's
+        sweep, the region process's TTL sweeper on virtual time)."""
+        for name in self.cluster.region_names:
+            state = self.cluster.regions[name]
+            if state.up:
+                while True:
+                    state.engine.sweep_expired(TTL_SWEEP_LIMIT)
+                    if state.engine.ttl.pass_complete:
+                        break
+        self.scheduler.call_later(self.topology.ttl_sweep_interval_s, self._sweep_ttl)
 
     def wait_for_resume(self, region: str, timeout_s: float, resumed: Callable[[], None],
                         timed_out: Callable[[], None]) -> None:  # fmt: skip
