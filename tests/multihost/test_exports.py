@@ -156,6 +156,10 @@ WORKFLOW = {
 }
 
 
+# Shipped schedules whose every step acts on the data plane (update-table), which has no Chaos Mesh equivalent.
+DATA_PLANE_ONLY = {"raise-capacity"}
+
+
 def topology_for(schedule: Path) -> Path:
     """A shipped topology whose regions the schedule names (a schedule written for the MREC test regions)."""
     for topology in [ROOT / "topologies" / "mrec-test.yaml", *TOPOLOGIES]:
@@ -172,6 +176,11 @@ def test_every_shipped_schedule_exports_to_a_chaos_mesh_workflow(schedule: Path,
     topology = topology_for(schedule)
     out = tmp_path / "workflow.yaml"
     answer = cli("export", "chaos-mesh", str(schedule), "--topology", str(topology), "--out", str(out), cwd=tmp_path)
+    if schedule.stem in DATA_PLANE_ONLY:
+        # Its only step changes a table through DynamoDB's API, which Chaos Mesh cannot do: refused, not emptied.
+        assert answer.returncode == 2 and "no step has a Chaos Mesh equivalent" in answer.stderr, answer.stderr
+        assert not out.exists()
+        return
     assert answer.returncode == 0, answer.stderr
     workflow = yaml.safe_load(out.read_text())
     jsonschema.validate(workflow, WORKFLOW)

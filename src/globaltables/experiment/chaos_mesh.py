@@ -30,6 +30,8 @@ How the kinds map, and where the semantics differ (docs/beyond-one-machine.md ha
   not for the fault's duration (use pause for a longer outage). pause: PodChaos `pod-failure` for the duration (the
   container is replaced by a pause image and restarted after: the process restarts, where SIGSTOP would freeze it).
   restart / resume / heal are instants the Workflow does not need: every chaos ends at its deadline.
+- update-table changes a table's capacity through DynamoDB's API, which Chaos Mesh cannot do: skipped (a schedule
+  with nothing else is refused rather than exported as a Workflow that injects nothing).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from ..topology.model import Topology
 from .kubernetes import REGION_LABEL, TOPOLOGY_LABEL, dns_label
 
 API_VERSION = "chaos-mesh.org/v1alpha1"
-UNSUPPORTED = ("drift", "strobe")
+UNSUPPORTED = ("drift", "strobe", "update-table")
 MIN_DEADLINE_S = 1.0  # a fault still in force at the final heal gets at least this long
 
 

@@ -43,6 +43,10 @@ def export_command(
             workflow, skipped = export_schedule(loaded, schedule, namespace)
             for line in skipped:
                 print(f"globaltables export chaos-mesh: skipped {line}", file=sys.stderr)
+            if schedule.faults and len(skipped) == len(schedule.faults):
+                # An empty Workflow would look like a chaos experiment and inject nothing.
+                print(f"globaltables export chaos-mesh: {file}: no step has a Chaos Mesh equivalent", file=sys.stderr)
+                return 2
             text = yaml.safe_dump(workflow, sort_keys=False)
     except (TopologyError, ScheduleError) as error:
         for line in error.errors:
