@@ -62,6 +62,7 @@ from .load import (
     LIST_HISTORY_NAMES,
     PROBE_GIVE_UP_S,
     PROBE_POLL_S,
+    Answer,
     LagSample,
     LoadGenerator,
     Sample,
@@ -204,31 +205,61 @@ class _Clients:
             if then is not None:
                 then(outcome, response, version)
 
-        target = self.run.target
-        if not self.run.up(region):
-            answered("info", None, None, "ConnectionError")  # a refused connection, as aiohttp reports it
-        elif target.is_paused(region):
-            self.run.wait_for_resume(region, load.workload.timeout_s,
-                                     lambda: self._send(region, operation, body, answered),
-                                     lambda: answered("info", None, None, "Timeout"))  # fmt: skip
-        else:
-            self._send(region, operation, body, answered)
+        attempts = [0]
+
+        def attempted(outcome: str, response: Any, version: str | None, error: str | None) -> None:
+            # The SDK's side of the answer (load.py, shared with the process run): its throttle counted, and a
+            # retry after the mode's delay in virtual time, or the operation's end.
+            answer = Answer(outcome, response, version, error)
+            delay = load.attempt_answered(region, op, attempts[0], answer, probe)
+            if delay is None:
+                answered(outcome, response, version, error)
+            else:
+                self.scheduler.call_later(delay, begin)
+
+        def attempt() -> None:
+            attempts[0] += 1
+            if not self.run.up(region):
+                attempted("info", None, None, "ConnectionError")  # a refused connection, as aiohttp reports it
+            elif self.run.target.is_paused(region):
+                self.run.wait_for_resume(region, load.workload.timeout_s,
+                                         lambda: self._send(region, operation, body, attempted),
+                                         lambda: attempted("info", None, None, "Timeout"))  # fmt: skip
+            else:
+                self._send(region, operation, body, attempted)
+
+        def begin() -> None:
+            wait = load.send_delay(region)  # the adaptive mode's limiter
+            if wait > 0:
+                self.scheduler.call_later(wait, attempt)
+            else:
+                attempt()
+
+        begin()
 
     def _send(self, region: str, operation: str, body: dict, answered: Callable) -> None:
         raise NotImplementedError
 
     @staticmethod
-    def classify(error: DynamoError) -> tuple[str, str]:
-        name = wire.error_answer(error)[1]
-        text = error.__class__.__name__
-        try:
-            import orjson
+    def classify(error: DynamoError) -> tuple[str, str, dict]:
+        """An error answer as the process run's client reads it off the wire (load.py `call`): its outcome, its
+        error name and its parsed body (a throttle's ThrottlingReasons are in it)."""
+        import orjson
 
-            text = str(orjson.loads(name).get("__type", "")).rpartition("#")[2] or text
+        raw = wire.error_answer(error)[1]
+        try:
+            body = orjson.loads(raw)
         except ValueError:
-            pass
+            body = {}
+        if not isinstance(body, dict):
+            body = {}
+        text = str(body.get("__type", "")).rpartition("#")[2] or error.__class__.__name__
         outcome = "fail" if error.status < 500 and text in DEFINITE_ERRORS else "info"
-        return outcome, text
+        return outcome, text, body
+
+    def _error_answer(self, error: DynamoError) -> tuple[str, dict, None, str]:
+        outcome, name, body = self.classify(error)
+        return outcome, body, None, name
 
     # -- the drive loop ---------------------------------------------------------------------------------------
 
@@ -335,8 +366,7 @@ class _MrecClients(_Clients):
         try:
             response, version = state.hosted.execute(operation, body)
         except DynamoError as error:
-            outcome, name = self.classify(error)
-            answered(outcome, None, None, name)
+            answered(*self._error_answer(error))
             return
         answered("ok", response, version, None)
 
@@ -408,8 +438,7 @@ class _MrscClients(_Clients):
         except StopIteration as done:
             flight.answered("ok", done.value, None, None)  # strong-mode answers carry no version header
         except DynamoError as error:
-            outcome, name = self.classify(error)
-            flight.answered(outcome, None, None, name)
+            flight.answered(*self._error_answer(error))
         except Exception:  # noqa: BLE001 - as MrscRequests.answer: any other failure is a 500
             flight.answered("info", None, None, "InternalServerError")
 
@@ -451,7 +480,11 @@ class _SimRun:
         if self.strong:
             self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
         else:
-            self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port)
+            # Each region's capacity as the topology says, as its region process would run it (`--capacity`,
+            # modelled unless `capacity: unlimited`; docs/capacity.md), on the virtual clock. MRSC regions model
+            # none (decision 11), on the simulator as in their processes.
+            capacity = {region.name: region.capacity for region in topology.regions}
+            self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port, capacity=capacity)
         self.scheduler = self.cluster.scheduler
         self.clock = SimClock(self.scheduler)  # true time: the history's and the clients' clock
         self.history = History(self.clock)
