@@ -19,10 +19,18 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
   final reads    every replica's items by consistent Scans (MRSC: strong Scans through the request path);
   check, artifacts, results   runner.py's `_check`, `_write_artifacts` and `_results`, then report.py.
 
+Capacity: each MREC region's engine models capacity as the topology's `capacity:` says (modelled unless
+`unlimited`, as the region process's `--capacity`; MRSC regions model none, docs/capacity.md decision 11), on the
+virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's answer goes through
+LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
+results.json's `throttles`, and the workload's `sdk_retries` mode retries after its delays on the scheduler.
+
 What differs from a process run, by construction: an MREC request takes no virtual time (the region answers at the
-instant it is asked; latencies are 0 unless a region is paused); a request to a crashed region completes `info`
+instant it is asked; latencies are 0 unless a region is paused or the SDK mode retried); a request to a crashed region completes `info`
 ConnectionError at once, to a paused one it waits until the region resumes (answered then) or until timeout_s
-(`info` Timeout); the apply-decision log of a region survives its restarts (the observer keeps it, not the region).
+(`info` Timeout; a region crashed meanwhile resets it: ConnectionError); the apply-decision log of a region
+survives its restarts (the observer keeps it, not the region). MREC regions sweep expired items every
+`ttl_sweep_interval_s` of virtual time, as the region process's sweeper does.
 
 Determinism: everything random comes from `Rng(seed)` forks; results carry only virtual times (`started_at` is the
 simulator's epoch, the virtual wall time at t = 0), so one seed gives byte-identical history.jsonl and results.json.
@@ -44,7 +52,7 @@ from ..chaos.checkers.result import exit_status, verdict_of
 from ..chaos.controller import Controller
 from ..chaos.history import DEFINITE_ERRORS, History, key_id
 from ..chaos.schedule import Schedule
-from ..chaos.target import SimTarget
+from ..chaos.target import SimTarget, TargetError
 from ..engine.errors import DynamoError
 from ..engine.mutation import Mutation
 from ..region import wire
@@ -83,9 +91,10 @@ from .runner import (
     load_chaos,
     load_experiment,
 )
-from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload
+from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload, parse_workload
 
 STARTED_AT = datetime.datetime.fromtimestamp(DEFAULT_EPOCH, datetime.UTC).isoformat(timespec="seconds")
+TTL_SWEEP_LIMIT = 500  # items per sweep step, as the pytest kit's simulated harness sweeps
 LOAD_START_S = 0.05  # as LoadGenerator.run: the first operation is intended this long after the load starts
 
 
@@ -217,13 +226,18 @@ class _Clients:
             else:
                 self.scheduler.call_later(delay, begin)
 
+        def resumed() -> None:
+            if self.run.up(region):
+                self._send(region, operation, body, attempted)
+            else:  # crashed while paused: the held connection is reset
+                attempted("info", None, None, "ConnectionError")
+
         def attempt() -> None:
             attempts[0] += 1
             if not self.run.up(region):
                 attempted("info", None, None, "ConnectionError")  # a refused connection, as aiohttp reports it
             elif self.run.target.is_paused(region):
-                self.run.wait_for_resume(region, load.workload.timeout_s,
-                                         lambda: self._send(region, operation, body, attempted),
+                self.run.wait_for_resume(region, load.workload.timeout_s, resumed,
                                          lambda: attempted("info", None, None, "Timeout"))  # fmt: skip
             else:
                 self._send(region, operation, body, attempted)
@@ -242,20 +256,13 @@ class _Clients:
 
     @staticmethod
     def classify(error: DynamoError) -> tuple[str, str, dict]:
-        """An error answer as the process run's client reads it off the wire (load.py `call`): its outcome, its
-        error name and its parsed body (a throttle's ThrottlingReasons are in it)."""
-        import orjson
-
-        raw = wire.error_answer(error)[1]
-        try:
-            body = orjson.loads(raw)
-        except ValueError:
-            body = {}
-        if not isinstance(body, dict):
-            body = {}
-        text = str(body.get("__type", "")).rpartition("#")[2] or error.__class__.__name__
-        outcome = "fail" if error.status < 500 and text in DEFINITE_ERRORS else "info"
-        return outcome, text, body
+        """(outcome, error name, body) as the load generator reads an error answer off the wire: the body (a
+        throttle's ThrottlingReasons are in it), its `__type` after the `#`; fail when the status is below 500 and
+        the error proves no effect, else info."""
+        body = error.to_body()
+        name = str(body.get("__type", "")).rpartition("#")[2] or type(error).__name__
+        outcome = "fail" if error.status < 500 and name in DEFINITE_ERRORS else "info"
+        return outcome, name, body
 
     def _error_answer(self, error: DynamoError) -> tuple[str, dict, None, str]:
         outcome, name, body = self.classify(error)
@@ -414,6 +421,11 @@ class _MrscClients(_Clients):
         from ..region.mrsc_requests import GUARD_S
 
         steps = flight.steps
+        if outcomes is not None and not self.run.up(flight.region):  # crashed before the request was resumed
+            flight.crashed = True
+            steps.close()
+            flight.answered("info", None, None, "ConnectionError")
+            return
         try:
             waits = next(steps) if outcomes is None else steps.send(outcomes)
             while True:
@@ -495,7 +507,8 @@ class _SimRun:
         self.load = LoadGenerator(workload, endpoints, table.request(), Rng(seed), self.history, self.clock,
                                   topology.credentials)  # fmt: skip
         self.clients: _Clients = _MrscClients(self) if self.strong else _MrecClients(self)
-        self._resume_waiters: dict[str, list[Callable[[], None]]] = {}
+        if not self.strong:  # MREC regions sweep expired items, as the region process's sweeper does
+            self.scheduler.call_later(topology.ttl_sweep_interval_s, self._sweep_ttl)
 
     def _port(self, region: str, port: Any) -> Any:
         """Every (re)start of a region: its decisions logged on the observer's clock, and any planted bug."""
@@ -510,6 +523,18 @@ class _SimRun:
 
     def up(self, region: str) -> bool:
         return self.cluster.region(region).up
+
+    def _sweep_ttl(self) -> None:
+        """Every region up, in order, sweeps its expired items to the end of a pass (testing/simulated.py's
+        sweep, the region process's TTL sweeper on virtual time)."""
+        for name in self.cluster.region_names:
+            state = self.cluster.regions[name]
+            if state.up:
+                while True:
+                    state.engine.sweep_expired(TTL_SWEEP_LIMIT)
+                    if state.engine.ttl.pass_complete:
+                        break
+        self.scheduler.call_later(self.topology.ttl_sweep_interval_s, self._sweep_ttl)
 
     def wait_for_resume(self, region: str, timeout_s: float, resumed: Callable[[], None],
                         timed_out: Callable[[], None]) -> None:  # fmt: skip
@@ -566,7 +591,7 @@ class _SimRun:
         request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
         while True:
             answer: list[Any] = []
-            self.clients._send(region, "Scan", request, lambda *args: answer.append(args))
+            self.clients._send(region, "Scan", request, lambda *args, into=answer: into.append(args))
             while not answer and self.scheduler.step():
                 pass
             if not answer or answer[0][0] != "ok":
@@ -625,7 +650,10 @@ def _load_and_faults(sim: _SimRun, schedule: Schedule | None, chaos_log: list[st
     sim.scheduler.run_until(measure_from)
     if schedule is not None:
         controller = Controller(sim.target, sim.history, log=chaos_log.append)
-        controller.run(schedule, quiet=False)
+        try:
+            controller.run(schedule, quiet=False)
+        except TargetError as error:  # a fault this simulated topology cannot take
+            raise RunAborted(f"the simulator cannot run this schedule: {error}") from None
     sim.scheduler.run_until(stop)
     sim.clients.stop_probes()
     # Every request answered and every probe round over, as the process run's load phase awaits them.
@@ -669,8 +697,8 @@ def _final_reads(sim: _SimRun) -> FinalReads:
 
 
 def run_simulated(
-    topology: Topology,
-    workload: Workload,
+    topology: Topology | Path,
+    workload: Workload | None,
     chaos: Schedule | Path | None,
     seed: int,
     duration_s: float | None = None,
@@ -682,8 +710,10 @@ def run_simulated(
 ) -> SimulatedRun:
     """Run one experiment on the simulator, in virtual time, and judge it.
 
-    `topology`: a loaded topology (experiment/topology.py `load_topology`); `workload`: its workload
-    (`parse_workload`, or `load_experiment` for both); `chaos`: a loaded `Schedule`, the path of a chaos file
+    `topology`: a loaded topology (experiment/topology.py `load_topology`), or the path of a topology file (what
+    to hand a worker process: a loaded Topology does not pickle, its mappings being read-only proxies; the path
+    then also names the topology in the replay command); `workload`: the workload to run (`parse_workload`, or
+    `load_experiment` for both), or None for the topology's own; `chaos`: a loaded `Schedule`, the path of a chaos file
     (loaded for this topology with `seed`, as `--chaos` is), or None; `seed`: fixes the workload, the network's
     draws and the chaos nemesis; `duration_s`: overrides the workload's measured duration (None: the workload's;
     the load always runs until the schedule's final heal); `out_dir`: where the artifacts go (results.json,
@@ -691,8 +721,17 @@ def run_simulated(
     (`PlantedBugs`); `topology_path`: the file the topology came from, for the replay command.
 
     Raises RunAborted when the run cannot be made (a schedule this topology cannot take, a fault the simulator
-    cannot apply). Picklable arguments only; no process, thread or event loop is started.
+    cannot apply). Every argument but a loaded Topology pickles, and so does the result; no process, thread or
+    event loop is started.
     """
+    if isinstance(topology, Path):
+        topology_path = topology_path or topology
+        topology, own = load_experiment(topology)
+        workload = workload if workload is not None else own
+    elif workload is None:
+        if topology.workload is None:
+            raise RunAborted(f"topology {topology.name}: workload: is required to run an experiment")
+        workload = parse_workload(topology.workload, [region.name for region in topology.replicas])
     if duration_s is not None:
         workload = workload.with_overrides(duration_s=duration_s)
     chaos_path = chaos if isinstance(chaos, Path) else None
@@ -759,8 +798,13 @@ def replay_command(topology_path: Path, chaos_path: Path | None, seed: int, dura
 
 
 def run_simulated_file(
-    topology_path: Path, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s: float | None,
-    *, make_plots: bool = True,
+    topology_path: Path,
+    chaos_path: Path | None,
+    seed: int,
+    out_dir: Path | None,
+    duration_s: float | None,
+    *,
+    make_plots: bool = True,
 ) -> RunOutcome:
     """`run_simulated` on a topology file, as `runner.run_experiment` runs one: a RunOutcome, never raising for a
     run that could not be made (exit status 2 with the reason instead)."""
@@ -799,5 +843,11 @@ def run_simulated_command(
     return outcome.exit_code
 
 
-__all__ = ["PlantedBugs", "SimulatedRun", "replay_command", "run_simulated", "run_simulated_command",
-           "run_simulated_file"]
+__all__ = [
+    "PlantedBugs",
+    "SimulatedRun",
+    "replay_command",
+    "run_simulated",
+    "run_simulated_command",
+    "run_simulated_file",
+]
