@@ -5,12 +5,14 @@ The Prometheus rendering is region/capacity_metrics.py's."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from capacity_drive import modelled, put, table_request
 from engine_calls import call, error_of
 from globaltables.engine.errors import DynamoError, ProvisionedThroughputExceededException
-from globaltables.region.capacity_metrics import prometheus_text
+from globaltables.region.capacity_metrics import capacity_document, prometheus_text
 
 
 def gsi_table(name: str, table_units: tuple[int, int], index_units: tuple[int, int], indexes=("byA", "byB")) -> dict:
@@ -150,3 +152,69 @@ def test_an_unlimited_engine_shows_only_what_is_provisioned():
         "# TYPE ProvisionedWriteCapacityUnits gauge",
         'ProvisionedWriteCapacityUnits{TableName="Free"} 4',
     ]
+
+
+def _flattened(document: dict) -> dict[tuple, float]:
+    """capacity_document's numbers keyed as /metrics labels them: (metric, sorted label pairs)."""
+    samples: dict[tuple, float] = {}
+
+    def resource(labels: dict, metrics: dict) -> None:
+        for name, value in metrics.items():
+            if name == "top_keys":
+                for rule, rows in value.items():
+                    for row in rows:
+                        key = orjson.dumps(row["key"]).decode()
+                        extra = {"Rule": rule, "Rank": str(row["rank"]), "Key": key}
+                        samples[("ContributorInsightsTopKey", tuple(sorted({**labels, **extra}.items())))] = round(
+                            row["value"], 3
+                        )
+            elif name == "ThrottledRequestsByOperation":
+                for operation, count in value.items():
+                    samples[("ThrottledRequests", tuple(sorted({**labels, "Operation": operation}.items())))] = count
+            elif name not in ("indexes", "ThrottledRequests"):
+                samples[(name, tuple(sorted(labels.items())))] = value
+
+    for table, entry in document["tables"].items():
+        resource({"TableName": table}, entry)
+        for index, metrics in entry["indexes"].items():
+            resource({"TableName": table, "GlobalSecondaryIndexName": index}, metrics)
+    return samples
+
+
+def _scraped(text: str) -> dict[tuple, float]:
+    """What a scraper reads (the parser names a counter's samples NAME_total)."""
+    scraped = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name.removesuffix("_total") if family.type == "counter" else sample.name
+            scraped[(name, tuple(sorted(sample.labels.items())))] = sample.value
+    return scraped
+
+
+@pytest.mark.parametrize("capacity", ["modelled", "unlimited"])
+def test_the_json_document_and_the_prometheus_text_are_the_same_numbers(capacity):
+    """GET /control/capacity answers capacity_document and /metrics renders it: every sample of one is in the
+    other, with the same value, throttles, reasons and top keys included."""
+    engine, _clock = modelled(capacity=capacity)
+    call(engine, "CreateTable", gsi_table("Shared", (5, 1), (7, 9), indexes=("byA",)))
+    call(engine, "UpdateContributorInsights", {"TableName": "Shared", "ContributorInsightsAction": "ENABLE"})
+    call(engine, "PutItem", put("Shared", "k1", a="x"))
+    if capacity == "modelled":
+        error_of(engine, "PutItem", put("Shared", "k2", a="x"))
+    else:
+        call(engine, "PutItem", put("Shared", "k2", a="x"))
+    document = capacity_document(engine)
+    assert document["modelled"] is (capacity == "modelled")
+    flattened, scraped = _flattened(document), _scraped(prometheus_text(engine))
+    assert flattened == pytest.approx(scraped) and set(flattened) == set(scraped)
+    table = document["tables"]["Shared"]
+    if capacity == "modelled":
+        assert table["ThrottledRequests"] == 1 and table["ThrottledRequestsByOperation"] == {"PutItem": 1}
+        assert table["WriteProvisionedThroughputThrottleEvents"] == 1
+        assert table["indexes"]["byA"]["ConsumedWriteCapacityUnits"] == 1
+        throttled = next(rows for rule, rows in table["top_keys"].items() if "-PKT-" in rule)
+        assert throttled[0]["rank"] == 1 and throttled[0]["value"] == 1
+        assert any(name == "ContributorInsightsTopKey" for name, _labels in scraped)
+    else:
+        assert "ThrottledRequests" not in table and "top_keys" not in table  # no model: no counters, no keys
+        assert table["ProvisionedReadCapacityUnits"] == 5

@@ -36,6 +36,27 @@ async def test_a_hot_partition_pins_the_accepted_rate_and_reports_the_throttle_r
     assert "## Throttling" in report and "| TableWriteKeyRangeThroughputExceeded |" in report
     assert (out / "timeline.png").exists()
     assert all(check["passed"] for check in results["checks"])  # the replicas converge, LWW holds
+    # The regions' own counters (GET /control/capacity) and Contributor Insights, enabled by the run, name the key.
+    hot = {"id": {"S": "k000000"}}
+    assert set(results["capacity"]) == set(results["regions"])
+    for region, capacity in results["capacity"].items():
+        assert capacity["modelled"] and capacity["contributor_insights"], region
+        table = capacity["tables"]["Hot"]
+        assert table["ThrottledRequests"] > 0 and table["ThrottledRequestsByOperation"]["PutItem"] > 0, region
+        assert table["WriteKeyRangeThroughputThrottleEvents"] > 0, region
+        assert table["WriteThrottleEvents"] >= table["WriteKeyRangeThroughputThrottleEvents"], region
+        assert table["WriteProvisionedThroughputThrottleEvents"] == 0, region  # on demand: the partition refused
+        assert table["ConsumedWriteCapacityUnits"] > 0, region
+        throttled = next(rows for rule, rows in table["top_keys"].items() if "-PKT-" in rule)
+        accessed = next(rows for rule, rows in table["top_keys"].items() if "-PKC-" in rule)
+        assert throttled[0]["rank"] == 1 and throttled[0]["key"] == hot, (region, throttled[:2])
+        assert accessed[0]["key"] == hot, (region, accessed[:2])
+    assert "## Hottest keys" in report
+    hottest = [line for line in report.splitlines() if line.startswith("| ") and "| Hot | 1 |" in line]
+    assert len(hottest) == len(results["regions"]), hottest
+    assert all(line.count("id=k000000") == 2 for line in hottest), hottest
+    page = (out / "report.html").read_text()  # the page draws its section from the embedded data
+    assert '"hottest":[{"region":"us-east-1","table":"Hot","rank":1,"accessed":{"key":"id=k000000"' in page
 
 
 async def test_an_underprovisioned_global_table_lags_then_drains_after_update_table_and_loses_nothing(tmp_path):
@@ -77,3 +98,11 @@ async def test_the_load_generator_retries_throttles_as_the_sdk_mode_would(tmp_pa
     # Every throttled attempt is counted, and is either retried or (its 3 attempts or the retry quota spent) the
     # end of its operation: puts fail here only by throttling.
     assert throttles["attempts"] == throttles["retries"] + throttles["operations_failed"]
+    # What the retries did to p99: the same seeded load without them answers every put at its first attempt.
+    plain = await run_experiment(ROOT / "topologies" / "hot-partition.yaml", out_dir=tmp_path / "plain",
+                                 duration_s=2.0, make_plots=False)  # fmt: skip
+    assert plain.exit_code == 0, plain.reason or plain.results["checks"]
+    for region, ops in outcome.results["latency_ms"].items():
+        assert ops["put"]["p99"] > plain.results["latency_ms"][region]["put"]["p99"], region
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "the delays of `sdk_retries: standard` included" in report

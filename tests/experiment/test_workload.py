@@ -153,3 +153,11 @@ def test_a_list_append_mix_takes_only_appends_and_reads():
     assert f"{FILE}: workload.mix.append: a list-append workload takes only append, get, strong_get; remove put" in message
     loaded = topology("workload: {table: Orders, mix: {append: 0.6, get: 0.3, strong_get: 0.1}}\n")
     assert parse_workload(loaded.workload, ["us-east-1"]).operations == ("get", "strong_get", "append")
+
+
+def test_contributor_insights_is_on_unless_the_workload_turns_it_off():
+    assert parse_workload({"table": "Orders"}, ["a"]).contributor_insights is True
+    off = topology("workload: {table: Orders, contributor_insights: false}\n")
+    assert parse_workload(off.workload, ["us-east-1"]).contributor_insights is False
+    message = refused("workload: {table: Orders, contributor_insights: maybe}\n")
+    assert f"{FILE}: workload.contributor_insights: expected true or false, got a string" in message

@@ -366,3 +366,26 @@ def test_a_second_up_on_the_same_data_dir_is_refused(cluster: Cluster):
     assert result.stdout == ""  # stdout carries only the JSON lines of a successful start
     assert f"PID {cluster.process.pid}" in result.stderr
     assert all(entry["running"] for entry in cluster.state()["regions"].values())  # nothing was disturbed
+
+
+def test_the_capacity_route_answers_what_metrics_shows_behind_the_secret(cluster: Cluster):
+    """GET /control/capacity (what `globaltables run` writes to results.json `capacity`) is capacity_document, the
+    numbers /metrics renders; like every control route it needs the secret."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    target = cluster.endpoints["eu-west-1"]
+    code, _ = cluster.control(f"{target}/control/capacity", secret="wrong")
+    assert code == 401
+    code, answer = cluster.control(f"{target}/control/capacity")
+    assert code == 200 and answer["region"] == "eu-west-1"
+    assert TABLE in answer["tables"] and "indexes" in answer["tables"][TABLE]
+    with urllib.request.urlopen(f"{target}/metrics", timeout=30) as response:
+        families = {family.name for family in text_string_to_metric_families(response.read().decode())}
+    # mrec-test.yaml leaves capacity modelled: the counters are on both (their values move with replication's writes)
+    assert answer["modelled"] is True
+    assert {"ConsumedWriteCapacityUnits", "WriteThrottleEvents", "WriteKeyRangeThroughputThrottleEvents"} <= set(
+        answer["tables"][TABLE]
+    )
+    assert {"ConsumedWriteCapacityUnits", "WriteThrottleEvents", "WriteKeyRangeThroughputThrottleEvents"} <= families

@@ -6,7 +6,8 @@ numbers as one JSON document, and a little script that draws the charts and tabl
 so it opens from disk, from a CI artifact or an e-mail attachment alike.
 
 What it shows (the sections of `RUN_SECTIONS`): the fault timeline, whose shaded windows repeat on every time chart;
-throughput, errors by type and latency percentiles over time per region; replication lag per link and the time each
+throughput, errors by type and latency percentiles over time per region; the hottest keys (the most accessed and
+most throttled partition keys per region and table, from Contributor Insights: experiment/capacity.py); replication lag per link and the time each
 heal took to converge; latency CDFs; clock offsets over time; the lost-write ledger as a sortable table; a key
 explorer (every version of a key: who wrote it, which won, when each region learnt of it); and for a failed
 checker its violating operations as per-region lanes in time. `compare` gets a page with the modes side by side,
@@ -33,7 +34,7 @@ CDF_POINTS = 400
 LEDGER_ROWS = 5000
 EXPLORER_KEYS = 300
 LANE_OPERATIONS = 200
-RUN_SECTIONS = ("summary", "faults", "throughput", "errors", "throttles", "latency", "lag", "convergence", "cdf",
+RUN_SECTIONS = ("summary", "faults", "throughput", "errors", "throttles", "hottest", "latency", "lag", "convergence", "cdf",
                 "clocks", "ledger", "explorer", "violations")  # fmt: skip
 
 
@@ -216,6 +217,7 @@ def _lane(start: dict, end: dict | None, origin: float | None) -> dict[str, Any]
 def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[str, float] | None = None) -> dict:
     """Everything report.html draws, as one JSON-ready document."""
     from ..chaos.history import History
+    from .capacity import hottest_keys
     from .ledger import Ledger, read_decisions
     from .load import is_probe_key
 
@@ -238,6 +240,7 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
         "cdf": cdfs(samples),
         "lag": _lag_series(results),
         "throttles": throttle_series(results),
+        "hottest": hottest_keys(results.get("capacity")),
         "clocks": clock_offsets(results, baseline_offsets_ms or {}),
         "ledger": _read_jsonl(out_dir / "lost_writes.jsonl")[:LEDGER_ROWS],
         "violations": violations(out_dir, origin),

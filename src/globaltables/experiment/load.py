@@ -407,7 +407,9 @@ class LoadGenerator:
         client.answered(now, answer.error, answer.outcome, attempt > 1)
         delay = client.retry_delay(attempt, answer.error, answer.outcome)
         if delay is not None:
-            self.retries += 1
+            # The workload's retries: the lag probe's are not counted, as its throttles are not (results.json
+            # throttles).
+            self.retries += not probe
         return delay
 
     # ------------------------------------------------------------------------------------------ driving

@@ -143,6 +143,45 @@ _STATS = {
         **{k: {"type": ["number", "null"]} for k in ("p50", "p90", "p99", "p999", "max")},
     },
 }
+_TOP_KEYS = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["rank", "key", "value"],
+            "properties": {
+                "rank": {"type": "integer", "minimum": 1},
+                "key": {"type": "object"},
+                "value": {"type": "number"},
+            },
+        },
+    },
+}
+_CAPACITY_METRICS = {
+    "^(Consumed|Provisioned)(Read|Write)CapacityUnits$|ThrottleEvents$|^OnlineIndexPercentageProgress$": {
+        "type": "number",
+        "minimum": 0,
+    },
+}
+_CAPACITY_TABLE = {
+    "type": "object",
+    "required": ["indexes"],
+    "patternProperties": _CAPACITY_METRICS,
+    "properties": {
+        "ThrottledRequests": {"type": "integer", "minimum": 0},
+        "ThrottledRequestsByOperation": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "top_keys": _TOP_KEYS,
+        "indexes": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "patternProperties": _CAPACITY_METRICS,
+                "properties": {"top_keys": _TOP_KEYS},
+            },
+        },
+    },
+}
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": [
@@ -247,6 +286,18 @@ SCHEMA: dict[str, Any] = {
                 "by_table": {"type": "object", "additionalProperties": {"type": "integer"}},
                 "by_cause": {"type": "object", "required": ["skew", "concurrent", "superseded"],
                              "additionalProperties": {"type": "integer"}},
+            },
+        },
+        "capacity": {  # experiment/capacity.py; region/capacity_metrics.capacity_document per region
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["modelled", "contributor_insights", "tables"],
+                "properties": {
+                    "modelled": {"type": "boolean"},
+                    "contributor_insights": {"type": "boolean"},
+                    "tables": {"type": "object", "additionalProperties": _CAPACITY_TABLE},
+                },
             },
         },
         "quiesced": {"type": "boolean"},

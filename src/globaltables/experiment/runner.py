@@ -46,6 +46,7 @@ from ..runtime.rng import Rng
 from ..runtime.task_owner import task_owner
 from ..topology.load import TopologyError
 from ..topology.model import Topology
+from . import capacity as capacity_phase
 from . import ledger
 from . import results as results_module
 from .deployment import Deployment, DeploymentError, attached
@@ -483,6 +484,8 @@ class RunContext:
     measure_to: float = 0.0
     waited: float | None = None  # quiesce: seconds until drained, None when it did not within the timeout
     convergence: list[dict[str, Any]] = field(default_factory=list)
+    insights_enabled: list[str] = field(default_factory=list)  # ready: regions counting top keys
+    capacity: dict[str, Any] = field(default_factory=dict)  # capacity: each region's counters and top keys
 
 
 @dataclass
@@ -495,8 +498,8 @@ class FinalReads:
 
 
 async def _run_against(deployment: Deployment, experiment: Experiment, progress: Progress) -> dict[str, Any]:
-    """The experiment proper, on regions that are up: ready, load and faults (then heal), quiesce, final reads,
-    check, results."""
+    """The experiment proper, on regions that are up: ready (and Contributor Insights on), load and faults (then
+    heal), quiesce, final reads (and the regions' capacity counters: experiment/capacity.py), check, results."""
     topology = experiment.topology
     replicas = [region.name for region in topology.replicas]
     endpoints = {name: deployment.endpoints[name] for name in replicas}
@@ -505,9 +508,11 @@ async def _run_against(deployment: Deployment, experiment: Experiment, progress:
         regions = Regions(endpoints, deployment.secret, session, topology.credentials)
         run = RunContext(experiment, progress, regions, replicas, clock, History(clock))
         await _ready(run, deployment)
+        run.insights_enabled = await capacity_phase.enable_contributor_insights(run)
         await _load_and_faults(run, deployment)
         await _quiesce(run)
         final = await _final_reads(run)
+        run.capacity = await capacity_phase.collect_capacity(run)
     final.states = _written_or_new(final.states, run.preexisting, run.history)  # what is judged and kept
     checks = _check(run, final)
     lost = _write_artifacts(run, final, checks)
@@ -697,6 +702,7 @@ def _results(run: RunContext, final: FinalReads, checks: list[CheckResult], lost
             }
             for s in load.lag
         ],
+        "capacity": run.capacity,
         "latency_samples_file": "history.jsonl",
         "completed": True,
     }

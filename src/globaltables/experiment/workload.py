@@ -23,6 +23,8 @@ Schema (every key but `table` has a default):
       quiesce_timeout_s: 60           # bound on waiting for replication to drain after the load
       sdk_retries: none               # none | legacy | standard | adaptive: retry as botocore's mode would
                                       # (sdk_retries.py); none: one attempt per operation
+      contributor_insights: true      # enable Contributor Insights (ACCESSED_AND_THROTTLED_KEYS) on every table and
+                                      # GSI of each capacity-modelled region at the start (experiment/capacity.py)
 
 Mix operations: put (PutItem), update (UpdateItem SET), conditional_update (UpdateItem SET ... if the item exists),
 get (GetItem, eventually consistent), strong_get (GetItem, ConsistentRead), query (Query on the key's partition),
@@ -49,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime.rng import Rng
-from ..runtime.specs import Choice, Field, Integer, Invalid, ListOf, MapOf, Number, Str, Struct, Value, check
+from ..runtime.specs import Bool, Choice, Field, Integer, Invalid, ListOf, MapOf, Number, Str, Struct, Value, check
 from .sdk_retries import SDK_RETRY_MODES
 
 OPERATIONS = ("put", "update", "conditional_update", "get", "strong_get", "query", "delete", "append")
@@ -97,6 +99,7 @@ WORKLOAD: dict[str, Field] = {
     "lag_probe_interval_s": Number(minimum=0),
     "quiesce_timeout_s": Number(positive=True),
     "sdk_retries": Choice(SDK_RETRY_MODES),
+    "contributor_insights": Bool(),
 }
 
 
@@ -120,6 +123,7 @@ class Workload:
     lag_probe_interval_s: float = 0.5
     quiesce_timeout_s: float = 60.0
     sdk_retries: str = "none"
+    contributor_insights: bool = True  # experiment/capacity.py rule 1
 
     def with_overrides(self, **changes: Any) -> Workload:
         import dataclasses
@@ -194,7 +198,7 @@ def parse_workload(raw: Mapping[str, Any], replica_names: Sequence[str]) -> Work
     total = sum(mix.values())
     mix = {name: weight / total for name, weight in mix.items() if weight > 0}
     regions = tuple(values.pop("regions", replica_names))
-    text = ("table", "distribution", "write_mode", "write_region", "sdk_retries")
+    text = ("table", "distribution", "write_mode", "write_region", "sdk_retries", "contributor_insights")
     numbers = {key: float(value) for key, value in values.items() if key not in text}
     for key in ("clients_per_region", "keys", "item_bytes"):
         if key in numbers:
@@ -205,6 +209,7 @@ def parse_workload(raw: Mapping[str, Any], replica_names: Sequence[str]) -> Work
         write_mode=values.get("write_mode", "any"),
         write_region=values.get("write_region"),
         sdk_retries=values.get("sdk_retries", "none"),
+        contributor_insights=bool(values.get("contributor_insights", True)),
         mix=mix,
         regions=regions,
         **numbers,

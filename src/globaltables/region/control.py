@@ -8,6 +8,8 @@
     POST /control/strong   one step of a table made strong (MRSC) through UpdateTable (region/strong_conversion.py)
     GET  /control/apply-decisions   every replicated record this region applied or found lost to a newer version,
                            timed on the machine's monotonic clock (region/apply_decisions.py)
+    GET  /control/capacity the capacity metrics under CloudWatch's names and the Contributor Insights top keys, per
+                           table and GSI, as JSON (capacity_metrics.capacity_document: what /metrics renders)
     GET  /metrics          Prometheus text: ReplicationLatency, PendingReplicationCount (replication_metrics.py),
                            and the capacity metrics and Contributor Insights top keys (capacity_metrics.py); the
                            only endpoint here without the secret (read-only)
@@ -203,6 +205,9 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
             return json_response({"region": host.region, "dropped": 0, "decisions": []})
         return json_response(decisions.to_dict(host.region))
 
+    async def capacity(_request: web.Request) -> web.Response:
+        return json_response({"region": host.region, **capacity_metrics.capacity_document(host.engine)})
+
     async def set_peers(request: web.Request) -> web.Response:
         body = await read_object(request)
         host.set_endpoints(checked(body, endpoints_spec)["endpoints"])
@@ -216,6 +221,7 @@ def routes(host: ReplicationHost) -> list[web.RouteDef]:
         *([host.conversion.route(transport.authenticated)] if getattr(host, "conversion", None) else []),
         web.get("/control/status", guarded(status)),
         web.get("/control/apply-decisions", guarded(apply_decisions)),
+        web.get("/control/capacity", guarded(capacity)),
         web.post("/control/faults", guarded(faults)),
         web.post("/control/peers", guarded(set_peers)),
     ]

@@ -33,6 +33,10 @@ if (DATA.error) {
   const throttleTraces = Object.entries(T.series).map(([reason, s]) => ({x: s.t, y: s.n, width: 1, name: reason, type: 'bar'}));
   const throttleText = throttleTraces.length ? `${T.attempts} throttled attempts by ThrottlingReasons reason; ${T.retries} SDK retries; ${T.operations_failed} operations ended throttled; ${T.replication_deferred} replication Ships deferred.` : `No throttles; ${T.replication_deferred || 0} replication Ships deferred.`;
   chart(section('throttles', 'Throttles by reason (per second)', throttleText), 'chart-throttles', throttleTraces, shaded({barmode: 'stack', yaxis: {title: {text: 'throttled attempts/s'}}}));
+  const H = DATA.hottest || [];
+  const hottest = section('hottest', 'Hottest keys (Contributor Insights)', H.length ? 'Per region and table: the partition keys that drew the most capacity units and met the most throttles.' : 'No keys counted (Contributor Insights off, or capacity not modelled).');
+  if (H.length) table(hottest, 'hottest-table', ['region', 'table', 'rank', 'most accessed partition key', 'units', 'most throttled partition key', 'throttles'],
+        H.map(h => ({cells: [h.region, h.table, h.rank, h.accessed ? h.accessed.key : '—', h.accessed ? h.accessed.units : '—', h.throttled ? h.throttled.key : '—', h.throttled ? h.throttled.throttles : '—']})), true);
   chart(section('latency', 'Latency percentiles per region (ms, answered operations, from intended start)'), 'chart-latency',
         [...lines(DATA.latency, 'p50', g => g + ' p50'), ...lines(DATA.latency, 'p99', g => g + ' p99')], shaded({yaxis: {title: {text: 'ms'}, type: 'log'}}));
   const lag = section('lag', 'Replication lag per link (ms, probe)');
