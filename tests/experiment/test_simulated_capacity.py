@@ -49,7 +49,17 @@ def test_a_simulated_hot_partition_throttles_every_region_at_the_partition_cap_a
         assert 0.8 * PARTITION_PUTS_PER_S <= rate["ok_per_s"] <= 1.1 * PARTITION_PUTS_PER_S, (region, rate)
     assert throttles["operations_failed"] == throttles["attempts"]  # sdk_retries: none, one attempt each
     assert sum(row["throttled"] for row in results["timeline"]) == throttles["attempts"]
-    assert "| TableWriteKeyRangeThroughputExceeded |" in (tmp_path / "a" / "report.md").read_text()
+    # The regions' own counters and Contributor Insights, as a process run's capacity phase collects them.
+    for region in results["regions"]:
+        found = results["capacity"][region]
+        assert found["modelled"] and found["contributor_insights"], region
+        hot = found["tables"]["Hot"]
+        throttled = throttles["by_region"][region]["TableWriteKeyRangeThroughputExceeded"]
+        assert hot["WriteKeyRangeThroughputThrottleEvents"] == throttled, region
+        top = {rule.split("-")[1]: rows[0] for rule, rows in hot["top_keys"].items()}
+        assert top["PKT"]["key"] == {"id": {"S": "k000000"}} and top["PKC"]["key"] == {"id": {"S": "k000000"}}
+    report = (tmp_path / "a" / "report.md").read_text()
+    assert "| TableWriteKeyRangeThroughputExceeded |" in report and "## Hottest keys" in report
 
 
 def test_a_simulated_region_with_unlimited_capacity_never_throttles(tmp_path):
@@ -61,6 +71,9 @@ def test_a_simulated_region_with_unlimited_capacity_never_throttles(tmp_path):
     by_region = results["throttles"]["by_region"]
     assert "eu-west-1" not in by_region and by_region["us-east-1"] and by_region["ap-southeast-1"]
     assert results["throughput"]["eu-west-1"]["ok_per_s"] == 300.0
+    assert results["capacity"]["eu-west-1"]["modelled"] is False
+    assert results["capacity"]["eu-west-1"]["contributor_insights"] is False
+    assert results["capacity"]["us-east-1"]["modelled"] is True
 
 
 def test_simulated_sdk_retries_wait_in_virtual_time_and_count_every_attempt(tmp_path):

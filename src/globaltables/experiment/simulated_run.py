@@ -55,7 +55,7 @@ from ..chaos.schedule import Schedule
 from ..chaos.target import SimTarget, TargetError
 from ..engine.errors import DynamoError
 from ..engine.mutation import Mutation
-from ..region import wire
+from ..region import capacity_metrics, wire
 from ..region.apply_decisions import ApplyDecisions
 from ..runtime.rng import Rng
 from ..sim.clock import DEFAULT_EPOCH, SimClock
@@ -63,6 +63,7 @@ from ..sim.cluster import SimCluster, scan_items
 from ..sim.collector import simulation_collector
 from ..sim.mrsc_cluster import MrscCluster
 from ..topology.model import Topology
+from . import capacity as capacity_phase
 from . import ledger
 from .load import (
     HISTORY_CONDITIONS,
@@ -574,6 +575,30 @@ class _SimRun:
             return False
         return all(link["acked"] == link["log_end"] for status in statuses.values() for link in status["links"])
 
+    # -- the capacity phase (experiment/capacity.py's rules, on the engines instead of the regions' routes) -------
+
+    def engine(self, region: str) -> Any:
+        """The engine a region's data plane runs on (MRSC: the member's API engine)."""
+        return self.cluster.members[region].api if self.strong else self.cluster.regions[region].engine
+
+    def enable_contributor_insights(self) -> list[str]:
+        """Contributor Insights on in every capacity-modelled replica before the warm-up, as the process run's
+        capacity phase enables it (through the data plane); the regions it is on in."""
+        regions = capacity_phase.insight_regions(self.topology, self.workload, self.replicas)
+        for region in regions:
+            for body in capacity_phase.enable_requests(self.topology):
+                self.engine(region).handle("UpdateContributorInsights", body)
+        return regions
+
+    def capacity(self, insights: list[str]) -> dict[str, Any]:
+        """results.json `capacity`: each replica's capacity document (what GET /control/capacity answers)."""
+        found = {}
+        for region in self.replicas:
+            if self.up(region):
+                document = capacity_metrics.capacity_document(self.engine(region))
+                found[region] = capacity_phase.capacity_entry(document, region in insights)
+        return found
+
     def final_states(self) -> dict[str, dict[str, dict]]:
         """Every replica's items, read with consistent Scans (MRSC: strong Scans, through the request path)."""
         if not self.strong:
@@ -743,13 +768,16 @@ def run_simulated(
     experiment = Experiment(topology, workload, seed, chaos_path, schedule, out_dir or Path("."), STARTED_AT)
     with simulation_collector():
         sim = _SimRun(topology, workload, seed, hooks)
+        insights = sim.enable_contributor_insights()
         chaos_log: list[str] = []
         measure_from, measure_to = _load_and_faults(sim, schedule, chaos_log)
         waited, convergence = _quiesce(sim, schedule)
         final = _final_reads(sim)
+        capacity = sim.capacity(insights)
     run = RunContext(experiment, Progress(), None, sim.replicas, sim.clock, sim.history)  # type: ignore[arg-type]
     run.load, run.measure_from, run.measure_to = sim.load, measure_from, measure_to
     run.waited, run.convergence = waited, convergence
+    run.insights_enabled, run.capacity = insights, capacity
     checks = _check(run, final)
     if out_dir is not None:
         (out_dir / "chaos.log").write_text("".join(line + "\n" for line in chaos_log))
