@@ -49,17 +49,35 @@ def modelled_replicas(topology, replicas: list[str]) -> list[str]:
     return [name for name in replicas if getattr(by_name.get(name), "capacity", "modelled") == "modelled"]
 
 
+def insight_regions(topology, workload, replicas: list[str]) -> list[str]:
+    """Rule 1: the replicas Contributor Insights is enabled in (none when the workload says so)."""
+    if not getattr(workload, "contributor_insights", True):
+        return []
+    return modelled_replicas(topology, replicas)
+
+
+def enable_requests(topology) -> list[dict[str, Any]]:
+    """Rule 1: the UpdateContributorInsights requests each of those regions gets."""
+    return [{**target, "ContributorInsightsAction": "ENABLE", "ContributorInsightsMode": MODE}
+            for target in insight_targets(topology)]  # fmt: skip
+
+
+def capacity_entry(answer: dict[str, Any], insights: bool) -> dict[str, Any]:
+    """One region's entry of results.json `capacity`, from its capacity document (GET /control/capacity, or
+    capacity_metrics.capacity_document of a simulated region's engine)."""
+    return {"modelled": bool(answer.get("modelled")), "contributor_insights": insights,
+            "tables": answer.get("tables", {})}  # fmt: skip
+
+
 async def enable_contributor_insights(run) -> list[str]:
     """Rule 1; the regions where it was enabled."""
     experiment = run.experiment
-    topology, workload = experiment.topology, experiment.workload
-    if not getattr(workload, "contributor_insights", True):
-        return []
-    regions = modelled_replicas(topology, run.replicas)
+    topology = experiment.topology
+    regions = insight_regions(topology, experiment.workload, run.replicas)
     for region in regions:
         endpoint = run.regions.endpoints[region]
-        for target in insight_targets(topology):
-            body = {**target, "ContributorInsightsAction": "ENABLE", "ContributorInsightsMode": MODE}
+        for body in enable_requests(topology):
+            target = {name: body[name] for name in ("TableName", "IndexName") if name in body}
             try:
                 await asyncio.to_thread(
                     dynamodb, endpoint, "UpdateContributorInsights", body, region, topology.credentials
@@ -83,11 +101,7 @@ async def collect_capacity(run) -> dict[str, Any]:
             if error.status != 404:
                 raise
             continue  # an attached region older than the route: no counters to report, not a failed run
-        capacity[region] = {
-            "modelled": bool(answer.get("modelled")),
-            "contributor_insights": region in enabled,
-            "tables": answer.get("tables", {}),
-        }
+        capacity[region] = capacity_entry(answer, region in enabled)
     return capacity
 
 

@@ -377,25 +377,40 @@ class LoadGenerator:
 
     async def attempts(self, region: str, op: str, operation: str, body: dict, probe: bool) -> Answer:
         """One operation's attempts, as the workload's SDK retry mode makes them; the last answer."""
-        client = self._clients[region]
         attempt = 0
         while True:
             attempt += 1
-            wait = client.send_delay(self.clock.monotonic())
+            wait = self.send_delay(region)
             if wait > 0:
                 await asyncio.sleep(wait)
             answer = await self.call(region, operation, body)
-            now = self.clock.monotonic()
-            if answer.error in THROTTLES:
-                reasons = throttling_reasons(answer.body)
-                self.throttles.append(ThrottleSample(region, op, now, answer.error, reasons, probe))
-            client.answered(now, answer.error, answer.outcome, attempt > 1)
-            delay = client.retry_delay(attempt, answer.error, answer.outcome)
+            delay = self.attempt_answered(region, op, attempt, answer, probe)
             if delay is None:
                 return answer
-            # The workload's retries: the lag probe's are not counted, as its throttles are not (results.json throttles).
-            self.retries += not probe
             await asyncio.sleep(delay)
+
+    # The SDK side of one attempt, shared with the simulated run's clients (simulated_run.py), which wait on
+    # virtual time where `attempts` sleeps: the same counts, the same retry decisions from the same seeded draws.
+
+    def send_delay(self, region: str) -> float:
+        """Seconds to wait before an attempt to `region` (the adaptive mode's limiter; 0 in the other modes)."""
+        return self._clients[region].send_delay(self.clock.monotonic())
+
+    def attempt_answered(self, region: str, op: str, attempt: int, answer: Answer, probe: bool) -> float | None:
+        """Attempt number `attempt` (1-based) of an operation answered: a throttle is kept with its reasons, the
+        region's SDK client told; the seconds until the next attempt, or None when the operation ends here."""
+        client = self._clients[region]
+        now = self.clock.monotonic()
+        if answer.error in THROTTLES:
+            reasons = throttling_reasons(answer.body)
+            self.throttles.append(ThrottleSample(region, op, now, answer.error, reasons, probe))
+        client.answered(now, answer.error, answer.outcome, attempt > 1)
+        delay = client.retry_delay(attempt, answer.error, answer.outcome)
+        if delay is not None:
+            # The workload's retries: the lag probe's are not counted, as its throttles are not (results.json
+            # throttles).
+            self.retries += not probe
+        return delay
 
     # ------------------------------------------------------------------------------------------ driving
 

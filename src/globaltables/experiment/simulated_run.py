@@ -19,8 +19,14 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
   final reads    every replica's items by consistent Scans (MRSC: strong Scans through the request path);
   check, artifacts, results   runner.py's `_check`, `_write_artifacts` and `_results`, then report.py.
 
+Capacity: each MREC region's engine models capacity as the topology's `capacity:` says (modelled unless
+`unlimited`, as the region process's `--capacity`; MRSC regions model none, docs/capacity.md decision 11), on the
+virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's answer goes through
+LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
+results.json's `throttles`, and the workload's `sdk_retries` mode retries after its delays on the scheduler.
+
 What differs from a process run, by construction: an MREC request takes no virtual time (the region answers at the
-instant it is asked; latencies are 0 unless a region is paused); a request to a crashed region completes `info`
+instant it is asked; latencies are 0 unless a region is paused or the SDK mode retried); a request to a crashed region completes `info`
 ConnectionError at once, to a paused one it waits until the region resumes (answered then) or until timeout_s
 (`info` Timeout; a region crashed meanwhile resets it: ConnectionError); the apply-decision log of a region
 survives its restarts (the observer keeps it, not the region). MREC regions sweep expired items every
@@ -49,7 +55,7 @@ from ..chaos.schedule import Schedule
 from ..chaos.target import SimTarget, TargetError
 from ..engine.errors import DynamoError
 from ..engine.mutation import Mutation
-from ..region import wire
+from ..region import capacity_metrics, wire
 from ..region.apply_decisions import ApplyDecisions
 from ..runtime.rng import Rng
 from ..sim.clock import DEFAULT_EPOCH, SimClock
@@ -57,6 +63,7 @@ from ..sim.cluster import SimCluster, scan_items
 from ..sim.collector import simulation_collector
 from ..sim.mrsc_cluster import MrscCluster
 from ..topology.model import Topology
+from . import capacity as capacity_phase
 from . import ledger
 from .load import (
     HISTORY_CONDITIONS,
@@ -64,6 +71,7 @@ from .load import (
     LIST_HISTORY_NAMES,
     PROBE_GIVE_UP_S,
     PROBE_POLL_S,
+    Answer,
     LagSample,
     LoadGenerator,
     Sample,
@@ -207,32 +215,59 @@ class _Clients:
             if then is not None:
                 then(outcome, response, version)
 
-        target = self.run.target
-        if not self.run.up(region):
-            answered("info", None, None, "ConnectionError")  # a refused connection, as aiohttp reports it
-        elif target.is_paused(region):
+        attempts = [0]
 
-            def resumed() -> None:
-                if self.run.up(region):
-                    self._send(region, operation, body, answered)
-                else:  # crashed while paused: the held connection is reset
-                    answered("info", None, None, "ConnectionError")
+        def attempted(outcome: str, response: Any, version: str | None, error: str | None) -> None:
+            # The SDK's side of the answer (load.py, shared with the process run): its throttle counted, and a
+            # retry after the mode's delay in virtual time, or the operation's end.
+            answer = Answer(outcome, response, version, error)
+            delay = load.attempt_answered(region, op, attempts[0], answer, probe)
+            if delay is None:
+                answered(outcome, response, version, error)
+            else:
+                self.scheduler.call_later(delay, begin)
 
-            self.run.wait_for_resume(region, load.workload.timeout_s, resumed,
-                                     lambda: answered("info", None, None, "Timeout"))  # fmt: skip
-        else:
-            self._send(region, operation, body, answered)
+        def resumed() -> None:
+            if self.run.up(region):
+                self._send(region, operation, body, attempted)
+            else:  # crashed while paused: the held connection is reset
+                attempted("info", None, None, "ConnectionError")
+
+        def attempt() -> None:
+            attempts[0] += 1
+            if not self.run.up(region):
+                attempted("info", None, None, "ConnectionError")  # a refused connection, as aiohttp reports it
+            elif self.run.target.is_paused(region):
+                self.run.wait_for_resume(region, load.workload.timeout_s, resumed,
+                                         lambda: attempted("info", None, None, "Timeout"))  # fmt: skip
+            else:
+                self._send(region, operation, body, attempted)
+
+        def begin() -> None:
+            wait = load.send_delay(region)  # the adaptive mode's limiter
+            if wait > 0:
+                self.scheduler.call_later(wait, attempt)
+            else:
+                attempt()
+
+        begin()
 
     def _send(self, region: str, operation: str, body: dict, answered: Callable) -> None:
         raise NotImplementedError
 
     @staticmethod
-    def classify(error: DynamoError) -> tuple[str, str]:
-        """(outcome, error name) as the load generator classifies an error answer: the wire body's `__type`
-        after its `#`; fail when the status is below 500 and the error proves no effect, else info."""
-        name = str(error.to_body().get("__type", "")).rpartition("#")[2] or type(error).__name__
+    def classify(error: DynamoError) -> tuple[str, str, dict]:
+        """(outcome, error name, body) as the load generator reads an error answer off the wire: the body (a
+        throttle's ThrottlingReasons are in it), its `__type` after the `#`; fail when the status is below 500 and
+        the error proves no effect, else info."""
+        body = error.to_body()
+        name = str(body.get("__type", "")).rpartition("#")[2] or type(error).__name__
         outcome = "fail" if error.status < 500 and name in DEFINITE_ERRORS else "info"
-        return outcome, name
+        return outcome, name, body
+
+    def _error_answer(self, error: DynamoError) -> tuple[str, dict, None, str]:
+        outcome, name, body = self.classify(error)
+        return outcome, body, None, name
 
     # -- the drive loop ---------------------------------------------------------------------------------------
 
@@ -339,8 +374,7 @@ class _MrecClients(_Clients):
         try:
             response, version = state.hosted.execute(operation, body)
         except DynamoError as error:
-            outcome, name = self.classify(error)
-            answered(outcome, None, None, name)
+            answered(*self._error_answer(error))
             return
         answered("ok", response, version, None)
 
@@ -417,8 +451,7 @@ class _MrscClients(_Clients):
         except StopIteration as done:
             flight.answered("ok", done.value, None, None)  # strong-mode answers carry no version header
         except DynamoError as error:
-            outcome, name = self.classify(error)
-            flight.answered(outcome, None, None, name)
+            flight.answered(*self._error_answer(error))
         except Exception:  # noqa: BLE001 - as MrscRequests.answer: any other failure is a 500
             flight.answered("info", None, None, "InternalServerError")
 
@@ -460,7 +493,11 @@ class _SimRun:
         if self.strong:
             self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
         else:
-            self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port)
+            # Each region's capacity as the topology says, as its region process would run it (`--capacity`,
+            # modelled unless `capacity: unlimited`; docs/capacity.md), on the virtual clock. MRSC regions model
+            # none (decision 11), on the simulator as in their processes.
+            capacity = {region.name: region.capacity for region in topology.regions}
+            self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port, capacity=capacity)
         self.scheduler = self.cluster.scheduler
         self.clock = SimClock(self.scheduler)  # true time: the history's and the clients' clock
         self.history = History(self.clock)
@@ -537,6 +574,30 @@ class _SimRun:
         if len(statuses) < len(self.replicas):
             return False
         return all(link["acked"] == link["log_end"] for status in statuses.values() for link in status["links"])
+
+    # -- the capacity phase (experiment/capacity.py's rules, on the engines instead of the regions' routes) -------
+
+    def engine(self, region: str) -> Any:
+        """The engine a region's data plane runs on (MRSC: the member's API engine)."""
+        return self.cluster.members[region].api if self.strong else self.cluster.regions[region].engine
+
+    def enable_contributor_insights(self) -> list[str]:
+        """Contributor Insights on in every capacity-modelled replica before the warm-up, as the process run's
+        capacity phase enables it (through the data plane); the regions it is on in."""
+        regions = capacity_phase.insight_regions(self.topology, self.workload, self.replicas)
+        for region in regions:
+            for body in capacity_phase.enable_requests(self.topology):
+                self.engine(region).handle("UpdateContributorInsights", body)
+        return regions
+
+    def capacity(self, insights: list[str]) -> dict[str, Any]:
+        """results.json `capacity`: each replica's capacity document (what GET /control/capacity answers)."""
+        found = {}
+        for region in self.replicas:
+            if self.up(region):
+                document = capacity_metrics.capacity_document(self.engine(region))
+                found[region] = capacity_phase.capacity_entry(document, region in insights)
+        return found
 
     def final_states(self) -> dict[str, dict[str, dict]]:
         """Every replica's items, read with consistent Scans (MRSC: strong Scans, through the request path)."""
@@ -707,13 +768,16 @@ def run_simulated(
     experiment = Experiment(topology, workload, seed, chaos_path, schedule, out_dir or Path("."), STARTED_AT)
     with simulation_collector():
         sim = _SimRun(topology, workload, seed, hooks)
+        insights = sim.enable_contributor_insights()
         chaos_log: list[str] = []
         measure_from, measure_to = _load_and_faults(sim, schedule, chaos_log)
         waited, convergence = _quiesce(sim, schedule)
         final = _final_reads(sim)
+        capacity = sim.capacity(insights)
     run = RunContext(experiment, Progress(), None, sim.replicas, sim.clock, sim.history)  # type: ignore[arg-type]
     run.load, run.measure_from, run.measure_to = sim.load, measure_from, measure_to
     run.waited, run.convergence = waited, convergence
+    run.insights_enabled, run.capacity = insights, capacity
     checks = _check(run, final)
     if out_dir is not None:
         (out_dir / "chaos.log").write_text("".join(line + "\n" for line in chaos_log))

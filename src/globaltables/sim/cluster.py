@@ -19,7 +19,7 @@ plays the disk: `snapshot` keeps exactly its committed data), as a process kille
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..chaos.history import History, key_id
@@ -125,7 +125,7 @@ class SimRegion:
         self.hlc = HybridLogicalClock(self.clock, cluster.max_clock_offset_ms, mode=cluster.conflict_clock)
         self.engine = Engine(
             self.store, self.clock, region=self.name, versions=HlcVersionSource(self.hlc, self.name), ids=self.ids,
-            capacity=cluster.capacity,
+            capacity=cluster.capacity_of(self.name),
         )  # fmt: skip
         peers = [region for region in cluster.region_names if region != self.name]
         self.node = cluster.node_factory(self.name, peers, self.engine.replica, cluster.config, self.hlc)
@@ -194,7 +194,9 @@ class SimCluster:
         table "Items" keyed by the string `pk`). `port_wrapper(region, port)` lets a test interpose on the engine port
         (e.g. to plant a bug); production code has no such hook. `capacity`: every engine's capacity option
         (engine/throughput.py): "unlimited" by default (docs/capacity.md, decision 12), "modelled" to throttle
-        on the simulator's virtual clock, local and replicated writes alike."""
+        on the simulator's virtual clock, local and replicated writes alike; or a mapping region -> option, each
+        region's own (a topology's per-region `capacity:`, as `globaltables run --simulated` passes it), a region
+        it leaves out unlimited."""
         self.seed = seed
         self.capacity = capacity
         self.rng = Rng(seed)
@@ -239,6 +241,12 @@ class SimCluster:
             for request in tables if tables is not None else [DEFAULT_TABLE]:
                 self.create_global_table(dict(request))
         self._process = 0
+
+    def capacity_of(self, region: str) -> Any:
+        """The capacity option `region`'s engine is made with (at the start and at every restart)."""
+        if isinstance(self.capacity, Mapping):
+            return self.capacity.get(region, "unlimited")
+        return self.capacity
 
     def _wrapped_factory(
         self, region: str, peers: list[str], port: Any, config: ReplicationConfig, hlc: HybridLogicalClock
