@@ -1,4 +1,4 @@
-"""The simulation collector settings are held by count (sim/collector.py): overlapping simulations, closed in any
+"""The simulation collector settings are held by count (runtime/collector_hold.py): overlapping simulations, closed in any
 order or run on threads, leave the process with the thresholds it had before the first began."""
 
 from __future__ import annotations
@@ -6,14 +6,15 @@ from __future__ import annotations
 import gc
 import threading
 
-from globaltables.sim.collector import SIMULATION_THRESHOLDS, hold, release, simulation_collector
+from globaltables.runtime.collector_hold import hold, release
+from globaltables.sim.collector import SIMULATION_THRESHOLDS, simulation_collector
 
 
 def test_holders_released_out_of_order_give_back_the_thresholds_from_before_the_first():
     before = gc.get_threshold()
     assert before != SIMULATION_THRESHOLDS
-    hold()
-    hold()
+    hold(SIMULATION_THRESHOLDS)
+    hold(SIMULATION_THRESHOLDS)
     release()  # the first holder leaves while the second still simulates
     assert gc.get_threshold() == SIMULATION_THRESHOLDS
     release()

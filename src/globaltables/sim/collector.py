@@ -13,41 +13,18 @@ The pytest kit's simulated harnesses hold these settings for the life of a test;
 
 from __future__ import annotations
 
-import gc
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..runtime.collector_hold import hold, release
+
 SIMULATION_THRESHOLDS = (100_000, 50, 100)
-
-# The thresholds are one setting of the whole process, while simulations may overlap: harnesses closed out of order,
-# runs on threads of one process (a sweep's thread executor, an in-process Dask worker). So the settings are held by
-# count: the first holder saves what was there, the last to leave puts it back, whatever the order in between.
-_lock = threading.Lock()
-_holders = 0
-_outside: tuple[int, int, int] | None = None
-
-
-def hold(thresholds: tuple[int, int, int] = SIMULATION_THRESHOLDS) -> None:
-    global _holders, _outside
-    with _lock:
-        if _holders == 0:
-            _outside = gc.get_threshold()
-        _holders += 1
-        gc.set_threshold(*thresholds)
-
-
-def release() -> None:
-    global _holders, _outside
-    with _lock:
-        _holders -= 1
-        if _holders == 0 and _outside is not None:
-            gc.set_threshold(*_outside)
-            _outside = None
 
 
 @contextmanager
 def simulation_collector(thresholds: tuple[int, int, int] = SIMULATION_THRESHOLDS) -> Iterator[None]:
+    """Hold `thresholds` for the block; overlapping holders give back the settings from before the first of them
+    (runtime/collector_hold.py)."""
     hold(thresholds)
     try:
         yield
