@@ -197,12 +197,18 @@ class Regions:
                 body = orjson.loads(await response.read())
                 if response.status != 200:
                     raise RunAborted(f"reading the final state of {table} in {region} failed: {body}")
-            for item in body.get("Items", []):
-                items[key_id({name: item[name] for name in key_names})] = item
-            last = body.get("LastEvaluatedKey")
+            last = add_scan_page(items, body, key_names)
             if not last:
                 return dict(sorted(items.items()))
             request = {**request, "ExclusiveStartKey": last}
+
+
+def add_scan_page(items: dict[str, dict], body: dict, key_names: list[str]) -> dict | None:
+    """Add one Scan page's items to `items` (by key id, as the checkers compare them); the page's
+    LastEvaluatedKey, or None after the last page. Process and simulated runs read final states through it."""
+    for item in body.get("Items", []):
+        items[key_id({name: item[name] for name in key_names})] = item
+    return body.get("LastEvaluatedKey") or None
 
 
 # ------------------------------------------------------------------------------------------------ checkers

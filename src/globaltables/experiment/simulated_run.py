@@ -50,7 +50,7 @@ from typing import Any
 
 from ..chaos.checkers.result import exit_status, verdict_of
 from ..chaos.controller import Controller
-from ..chaos.history import DEFINITE_ERRORS, History, key_id
+from ..chaos.history import DEFINITE_ERRORS, History
 from ..chaos.schedule import Schedule
 from ..chaos.target import SimTarget, TargetError
 from ..engine.errors import DynamoError
@@ -89,6 +89,7 @@ from .runner import (
     _check,
     _results,
     _write_artifacts,
+    add_scan_page,
     load_chaos,
     load_experiment,
 )
@@ -622,10 +623,7 @@ class _SimRun:
             if not answer or answer[0][0] != "ok":
                 why = answer[0][3] if answer else "no answer"
                 raise RunAborted(f"reading the final state of {table} in {region} failed: {why}")
-            body = answer[0][1]
-            for item in body.get("Items", []):
-                items[key_id({name: item[name] for name in names})] = item
-            last = body.get("LastEvaluatedKey")
+            last = add_scan_page(items, answer[0][1], names)
             if not last:
                 return dict(sorted(items.items()))
             request = {**request, "ExclusiveStartKey": last}
