@@ -454,7 +454,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file with a workload: section")
+    parser.add_argument("topology", type=Path, nargs="+", metavar="TOPOLOGY",
+                        help="topology file with a workload: section; several files or a directory sweep each "
+                        "(in every --modes mode it can run) and sum them up")  # fmt: skip
     chaos = parser.add_mutually_exclusive_group()
     chaos.add_argument("--chaos", type=Path, metavar="FILE", help="one chaos schedule for every seed")
     chaos.add_argument("--nemesis", choices=("random",),
@@ -474,8 +476,13 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_sweep(args: argparse.Namespace) -> int:
     from ..experiment.sweep import sweep_command
+    from ..experiment.sweep_suite import suite_command
 
-    return sweep_command(args.topology, args.seeds, chaos_path=args.chaos, nemesis=args.nemesis, modes=args.modes,
+    if len(args.topology) > 1 or args.topology[0].is_dir():
+        return suite_command(args.topology, args.seeds, chaos_path=args.chaos, nemesis=args.nemesis, modes=args.modes,
+                             jobs=args.jobs, executor=args.executor, out_dir=args.out, duration_s=args.duration,
+                             keep_failures=args.keep_failures)  # fmt: skip
+    return sweep_command(args.topology[0], args.seeds, chaos_path=args.chaos, nemesis=args.nemesis, modes=args.modes,
                          jobs=args.jobs, executor=args.executor, out_dir=args.out, duration_s=args.duration,
                          keep_failures=args.keep_failures)  # fmt: skip
 

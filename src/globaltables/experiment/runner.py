@@ -240,7 +240,7 @@ def check_summary(check: CheckResult, findings: int = 10) -> dict[str, Any]:
     if check.offending:
         summary["findings"] = [
             {"table": f.table, "key": f.key, "problem": f.problem, "detail": f.detail,
-             "operations": [op.to_dict() for op in f.operations[:40]]}
+             "operations": [op.to_dict() for op in f.operations[:40]], **({"permitted": True} if f.permitted else {})}
             for f in check.offending[:findings]
         ]  # fmt: skip
     return summary

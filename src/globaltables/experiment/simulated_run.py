@@ -142,7 +142,7 @@ class _IgnoringPort:
         return getattr(self._port, name)
 
     def apply_replicated(self, origin: str, table: str, lane: int, records: list[Mutation]) -> Any:
-        names = self._port.engine.table(table).key_attribute_names()
+        names = self._port.engine.table(table).key.names
         changed = []
         for record in records:
             if self._rng.random() < self._probability:
@@ -612,7 +612,7 @@ class _SimRun:
                 for name in self.replicas}  # fmt: skip
 
     def _strong_scan(self, region: str, table: str) -> dict[str, dict]:
-        names = self.cluster.members[region].engine.table(table).key_attribute_names()
+        names = self.cluster.members[region].engine.table(table).key.names
         items: dict[str, dict] = {}
         request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
         while True:

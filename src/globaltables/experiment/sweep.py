@@ -54,6 +54,15 @@ class SweepError(ValueError):
     """A sweep that cannot start: the message names the option or file (exit status 2)."""
 
 
+class ModeNotApplicable(SweepError):
+    """--modes names a mode the topology cannot run in (a witness in MREC, five regions in MRSC); `reason` is the
+    topology loader's."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 # ------------------------------------------------------------------------------------------------------ seeds
 
 
@@ -278,15 +287,20 @@ def _mode_text(topology_path: Path, mode: str) -> str:
     try:
         _load_text(text, topology_path)
     except TopologyError as error:
-        raise SweepError(f"--modes {mode}: {topology_path} is not a valid {mode} topology: {error}") from None
+        raise ModeNotApplicable(f"--modes {mode}: {topology_path} is not a valid {mode} topology: {error}",
+                                str(error)) from None  # fmt: skip
     return text
 
 
 def _load_text(text: str, like: Path):
+    """The topology `text` loaded as if it were the file `like` (errors name `like`, not a scratch copy)."""
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / like.name
         path.write_text(text)
-        return load_topology(path)
+        try:
+            return load_topology(path)
+        except TopologyError as error:
+            raise TopologyError(line.replace(str(path), f"{like} (mode rewritten)") for line in error.errors) from None
 
 
 def run_sweep(sweep: Sweep, out_dir: Path, executor: Executor, *,
@@ -478,7 +492,7 @@ def sweep_command(topology_path: Path, seeds: str, *, chaos_path: Path | None = 
     out_dir = out_dir if out_dir is not None else Path("results") / f"sweep-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     total = len(sweep.seeds) * len(sweep.modes)
     try:
-        with open_executor(executor, jobs) as pool, _progress(total, sys.stderr) as advance:
+        with open_executor(executor, jobs) as pool, progress_bar(total, sys.stderr) as advance:
             record = run_sweep(sweep, out_dir, pool, keep_failures=keep_failures, on_done=advance)
     except ExecutorError as error:
         print(f"globaltables sweep: {error}", file=sys.stderr)
@@ -491,7 +505,7 @@ def sweep_command(topology_path: Path, seeds: str, *, chaos_path: Path | None = 
     return exit_status(record)
 
 
-class _progress:
+class progress_bar:
     """A live progress bar (rich) while runs complete: done/total, failures so far, time left."""
 
     def __init__(self, total: int, stream: IO[str]) -> None:

@@ -142,7 +142,7 @@ class SimRegion:
 def scan_items(engine: Engine, table: str, *, consistent: bool = True) -> dict[str, dict]:
     """key_id -> item of every item of an engine's table, read with paginated Scans (consistent ones unless told
     otherwise), in key_id order."""
-    names = engine.table(table).key_attribute_names()
+    names = engine.table(table).key.names
     result: dict[str, dict] = {}
     request: dict[str, Any] = {"TableName": table, "ConsistentRead": consistent}
     while True:
@@ -339,8 +339,8 @@ class SimCluster:
         return self._client(region, "get", table, key, None, "GetItem", request, process)
 
     def _key_of(self, table: str, item: dict) -> dict:
-        names = self.regions[self.region_names[0]].engine.table(table).key_attribute_names()
-        return {name: item[name] for name in names if name in item}
+        names = self.regions[self.region_names[0]].engine.table(table).key.names
+        return {name: item[name] for name in names}
 
     # ---------------------------------------------------------------------------------------------- running
 

@@ -19,6 +19,16 @@ Under MRSC (`strong=True`), where every region applies one order, also:
 5. real-time-order: an append acknowledged before another was invoked comes after it in the final list.
 Appends that got no ok answer (info) may or may not be in the list: neither is an anomaly. Each finding's detail
 is one sentence a person can check against the operations listed.
+
+Under MREC (`strong=False`) the verdict judges eventual consistency with last-writer-wins, DynamoDB's contract for
+that mode, as the lww checker does for register workloads. Two anomalies are what that contract allows, so they are
+reported (marked `permitted`, with their proofs and counted in the detail) but do not fail the check: a lost append
+whose list a later acknowledged version replaced (the writer of that version had not seen the element: the two
+were concurrent, and LWW kept the later), and two reads of which neither is a prefix of the other (replicas read
+before they converged). Everything else is a violation in either mode: a loss no later surviving version explains
+(LWW kept a version that is not the latest), a read that is not a prefix of the final list although all its elements
+survived (every version extends the list its writer read, and each element is appended once, so a read whose
+elements all survive is an ancestor of the final list), and bad reads.
 """
 
 from __future__ import annotations
@@ -72,13 +82,18 @@ def check_list_append(
                                    final_states, strong, strong_names))  # fmt: skip
     lost = sum(1 for f in findings if f.problem == "lost-append")
     total = sum(len(a) for a in appends.values())
+    violations = [f for f in findings if not f.permitted]
     if findings:
         kinds = sorted({f.problem for f in findings})
         detail = (f"{len(findings)} anomalies on {len({(f.table, f.key) for f in findings})} of {len(keys)} keys "
                   f"({', '.join(kinds)}; {lost} of {total} appends lost)")  # fmt: skip
+        if not violations:
+            detail += ": all of them what eventual consistency with last-writer-wins allows"
+        elif len(violations) < len(findings):
+            detail += f"; {len(findings) - len(violations)} of them allowed by eventual consistency"
     else:
         detail = f"{len(keys)} keys: every read a prefix of its key's final list, no append lost ({total} appends)"
-    return CheckResult(NAME, not findings, detail, findings)
+    return CheckResult(NAME, not violations, detail, violations + [f for f in findings if f.permitted])
 
 
 def _final_list(table: str, key: str, final_states: ReplicaStates) -> tuple[list[str], dict[str, Any]]:
@@ -93,9 +108,10 @@ def _check_key(table, key, appends, reads, final_states, strong, strong_names) -
     by_element = {invocation.value: (invocation, completion) for invocation, completion in appends}
     found: list[Finding] = []
 
-    def finding(problem: str, detail: str, ops: list[Op]) -> None:
+    def finding(problem: str, detail: str, ops: list[Op], *, allowed_eventually: bool = False) -> None:
         regions = sorted({op.region for op in ops if op.region})
-        found.append(Finding(table, key, problem, detail, regions, observed, ops))
+        found.append(Finding(table, key, problem, detail, regions, observed, ops,
+                             permitted=allowed_eventually and not strong))  # fmt: skip
 
     # 3. bad reads
     clean_reads = []
@@ -129,7 +145,7 @@ def _check_key(table, key, appends, reads, final_states, strong, strong_names) -
         if seen:
             proof += [seen[0][0], seen[0][1]]
             sentence += f"; read {_where(seen[0][1])} had seen it"
-        finding("lost-append", sentence + ".", proof)
+        finding("lost-append", sentence + ".", proof, allowed_eventually=bool(later))
     # 2. incompatible orders: against the final list, then between reads
     for invocation, completion in clean_reads:
         value = completion.value or []
@@ -145,7 +161,8 @@ def _check_key(table, key, appends, reads, final_states, strong, strong_names) -
             if not _is_prefix(shorter, longer):
                 finding("incompatible-order", f"read {_where(completion)} saw {value!r} and read {_where(other)} "
                         f"saw {other.value!r}: neither is a prefix of the other, so no single order of appends "
-                        "explains both.", [other_invocation, other, invocation, completion])  # fmt: skip
+                        "explains both.", [other_invocation, other, invocation, completion],
+                        allowed_eventually=True)  # fmt: skip
                 break
         else:
             longest[len(longest)] = (invocation, completion)

@@ -34,6 +34,8 @@ class Finding:
     regions: list[str] = dataclasses.field(default_factory=list)
     observed: dict[str, Any] = dataclasses.field(default_factory=dict)
     operations: list[Op] = dataclasses.field(default_factory=list)
+    # An anomaly the mode's contract allows (an append lost to last-writer-wins under MREC): shown, not a failure.
+    permitted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +46,7 @@ class Finding:
             "regions": self.regions,
             "observed": self.observed,
             "operations": [op.to_dict() for op in self.operations],
+            **({"permitted": True} if self.permitted else {}),
         }
 
     def __str__(self) -> str:
