@@ -192,20 +192,18 @@ def test_invalid_link_settings_name_the_field():
         LinkSettings(latency_ms=-1)
 
 
-def test_throughput_of_the_simulated_network_is_enough_for_bulk_experiments():
-    # The simulator aims at >= 20,000 client puts per wall second through this network; a put costs a few messages.
-    import time
-
+def test_a_bulk_of_messages_all_arrive_each_lane_in_order():
+    # The bulk path of long runs (journal off); its speed is bench/sim_throughput.py's business, not a test's.
     scheduler, network, recorder = make(LinkSettings(latency_ms=40, jitter_ms=5), journal=False)
     n = 50_000
-    started = time.perf_counter()
     for i in range(n):
         network.send(Envelope("a", "b", "m", i, lane=i & 3))
     scheduler.run_until_idle()
-    elapsed = time.perf_counter() - started
-    assert len(recorder.arrivals) == n
-    # ~240,000 messages per second measured without the journal; the bound leaves room for a loaded machine.
-    assert n / elapsed > 30_000, f"{n / elapsed:.0f} messages per second"
+    ids = [envelope.msg_id for _, envelope in recorder.arrivals]
+    assert sorted(ids) == list(range(n))  # nothing lost or duplicated
+    for lane in range(4):  # lanes are FIFO under jitter
+        on_lane = [envelope.msg_id for _, envelope in recorder.arrivals if envelope.lane == lane]
+        assert on_lane == sorted(on_lane) and len(on_lane) == n // 4
 
 
 def test_a_bandwidth_cap_makes_each_message_wait_for_the_ones_before_it():
