@@ -243,3 +243,69 @@ def test_an_invalid_key_is_explained_by_a_closed_minimal_set_of_operations():
     assert (
         "returned 'a'" in finding.detail and "(1) before (2)" in finding.detail and "(2) before (3)" in finding.detail
     )
+
+
+def test_in_doubt_writes_conditions_cannot_see_are_dropped_on_a_key_nothing_deletes():
+    s = Script()
+    s.put(1, "a")  # acknowledged: from here on the item exists, whatever else takes effect
+    in_doubt = [s.start(p, "put", f"lost{p}") for p in range(40)]
+    for op in in_doubt:
+        s.history.info(op)
+    conditional(s, 2, "update", "b", True, "ok")
+    s.get(3, "b")
+    result = s.check(budget=5_000)
+    assert result.verdict == "valid" and result.stats["dropped_info_writes"] == 40, result
+    # A delete anywhere on the key keeps them: existence could then depend on them.
+    s.history.ok(s.start(4, "delete"))
+    assert s.check(budget=5_000).stats["dropped_info_writes"] == 0
+    s = Script()
+    s.put(1, "a")
+    s.history.ok(s.start(2, "delete"))
+    s.history.info(s.start(3, "put", "unread"))  # only this write can make the item exist again ...
+    conditional(s, 4, "update", "b", True, "ok")  # ... for this attribute_exists write to succeed
+    assert s.check().passed and s.check(reductions=False).passed
+
+
+def test_the_reductions_never_change_a_verdict():
+    """Seeded small histories of puts, conditional writes, deletes and reads with every kind of outcome: the reduced
+    search and the search of the history as recorded agree on each, and both kinds of verdict occur."""
+    import random
+
+    verdicts, disagreements = [], []
+    for seed in range(1500):
+        rng = random.Random(seed)
+        s = Script()
+        pending: list = []
+        invoked: list[str] = []
+        for process in range(rng.randint(3, 9)):
+            kind = rng.choice(["put", "put", "update", "delete", "get", "get"])
+            if kind == "get":
+                pending.append((s.start(process, "get"), kind))
+            elif kind == "delete":
+                pending.append((s.start(process, "delete"), kind))
+            else:
+                condition = {"exists": rng.random() < 0.7} if kind == "update" else None
+                value = f"v{process}"
+                invoked.append(value)
+                pending.append((s.history.invoke(process, "r", kind, T, K, value, condition=condition), kind))
+            while pending and rng.random() < 0.6:  # complete some, in any order
+                op, done_kind = pending.pop(rng.randrange(len(pending)))
+                if done_kind == "get":
+                    s.history.ok(op, value=rng.choice([None, "never", *invoked]))
+                    continue
+                outcome = rng.choice(["ok", "ok", "info", "ccf"] if op.condition else ["ok", "ok", "info"])
+                if outcome == "ok":
+                    s.history.ok(op)
+                elif outcome == "ccf":
+                    s.history.fail(op, "ConditionalCheckFailedException")
+                else:
+                    s.history.info(op)
+        for op, _ in pending:
+            s.history.info(op)
+        reduced, recorded = s.check(budget=200_000), s.check(budget=200_000, reductions=False)
+        assert "unknown" not in (reduced.verdict, recorded.verdict)
+        verdicts.append(recorded.verdict)
+        if reduced.verdict != recorded.verdict:
+            disagreements.append(seed)
+    assert not disagreements
+    assert {"valid", "invalid"} <= set(verdicts)

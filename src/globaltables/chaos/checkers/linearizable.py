@@ -21,9 +21,11 @@ Rules
    reads must be recorded under another `f` (e.g. "get-eventual").
 4. Sound reductions before the search, each keeping the verdict: (a) an info write whose value no read returned is
    dropped when no conditional operation on the key looks at the item (if it took effect, a write overwrote it
-   before anything read it, so an order without it exists); (b) an info write that is the only writer of a value
-   some read returned did take effect, before the first such read returned: it becomes a must operation that
-   completes there. Reads that timed out (info) are never searched: they constrain nothing.
+   before anything read it, so an order without it exists), or when conditions may look but cannot see it: the
+   model's conditions test only whether the item exists, so on a key no operation deletes, a write invoked after an
+   acknowledged write returned finds the item existing and leaves it so; (b) an info write that is the only writer
+   of a value some read returned did take effect, before the first such read returned: it becomes a must operation
+   that completes there. Reads that timed out (info) are never searched: they constrain nothing.
 5. The search is bounded: past `budget` steps for a key the key is undecided and the verdict is unknown, never
    valid and never invalid; undecided keys are always listed, even when another key is invalid.
 6. Explanations prove: for an invalid key, a small set of its operations that no order explains, closed under the
@@ -219,12 +221,18 @@ def reduce_ops(ops: list[_Op]) -> tuple[list[_Op], int, int]:
     """Rule 4: (ops, info writes dropped, info writes made must)."""
     first_read: dict[str, float] = {}
     writers: dict[str, int] = {}
-    existence = False
+    existence = False  # some operation's outcome depends on whether the item exists
+    deletes = False
+    first_kept_write = float("inf")  # the earliest return of an acknowledged write that leaves the item existing
     for op in ops:
         if op.kind == READ:
             first_read[op.value] = min(first_read.get(op.value, op.ret), op.ret)
         elif op.writes():
             writers[op.value] = writers.get(op.value, 0) + 1
+            if op.value == ABSENT:
+                deletes = True
+            elif op.must:
+                first_kept_write = min(first_kept_write, op.ret)
         if op.kind in (CAS, REFUSAL):
             existence = True
     kept: list[_Op] = []
@@ -232,7 +240,11 @@ def reduce_ops(ops: list[_Op]) -> tuple[list[_Op], int, int]:
     for op in ops:
         if op.writes() and not op.must:
             if op.value not in first_read:
-                if not existence:
+                # Conditions look only at whether the item exists: an unread write invoked after an acknowledged
+                # write had returned, on a key nothing deletes, leaves existence as it found it (true), so it
+                # changes nothing any operation observes, whether it took effect or not.
+                exists_anyway = not deletes and op.call > first_kept_write and op.value != UNSAID
+                if not existence or exists_anyway:
                     dropped += 1
                     continue
             elif writers[op.value] == 1 and op.value != ABSENT and first_read[op.value] > op.call:
