@@ -224,14 +224,16 @@ class MrscNode:
         return self._flush()
 
     def next_deadline(self) -> float | None:
-        times = [due for due, _n, _t, _k in self._recover.values()]
-        times += [due for due, _n, _t, _k in self._vote_due.values()]
-        if self._sweep_at is not None:
-            times.append(self._sweep_at)
+        # Asked after every message and host call: the earliest time, found without building lists.
+        soonest = self._sweep_at
+        for entries in (self._recover, self._vote_due):
+            for due, _n, _t, _k in entries.values():
+                if soonest is None or due < soonest:
+                    soonest = due
         for at in (self.coordinator.next_deadline(), self.reader.next_deadline(), self.range_reader.next_deadline()):
-            if at is not None:
-                times.append(at)
-        return min(times) if times else None
+            if at is not None and (soonest is None or at < soonest):
+                soonest = at
+        return soonest
 
     def take_completions(self) -> list[tuple[Any, str, Any]]:
         done, self._completions = self._completions, []
