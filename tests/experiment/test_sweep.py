@@ -206,3 +206,41 @@ def test_the_swarm_finds_a_planted_strong_mode_bug(tmp_path):
     assert result["after"]["operations"] < result["before"]["operations"] or (
         result["after"]["faults"] < result["before"]["faults"]
     )
+
+
+def test_a_voter_accepting_after_refusing_is_found_replayed_and_shrunk(tmp_path):
+    """An MRSC voter that refuses a racing proposal as `conflict` and then accepts it all the same lets two strong
+    writes commit at one version: the replicas keep different images of the item, which the checkers find in the
+    seeds where such a race was an item's last write. No fault is needed: the race is the workload's own."""
+    document = yaml.safe_load(QUICKSTART.read_text())
+    document["mode"] = "mrsc"
+    document["workload"].update(warmup_s=0, rate_per_region=20, keys=10, lag_probe_interval_s=0)
+    topology_path = tmp_path / "mrsc.yaml"
+    topology_path.write_text(yaml.safe_dump(document, sort_keys=False))
+    bug = PlantedBugs(voter_accepts_after_refusing="eu-west-1")
+    sweep = plan_sweep(topology_path, "1-200", duration_s=DURATION, hooks=bug)
+    with open_executor("local", jobs=2) as pool:
+        record = run_sweep(sweep, tmp_path / "sweep", pool, keep_failures=1)
+    totals = record["totals"]
+    assert totals["runs"] == 200 and 0 < totals["invalid"] < 200, totals
+    assert set(totals["failures_by_checker"]) <= {"convergence", "linearizable"}, totals
+    failing = next(run for run in record["runs"] if run["verdict"] == "invalid")
+    assert failing["reproduced"] is True and failing["mode"] == "mrsc"
+
+    # The replay command, with the same planted bug: the same first violation; without it, the seed is valid.
+    words = shlex.split(failing["replay"])
+    seed, duration = int(words[words.index("--seed") + 1]), float(words[words.index("--duration") + 1])
+    topology, workload = load_experiment(Path(words[2]))
+    replay = run_simulated(topology, workload, None, seed, duration, None, hooks=bug)
+    assert replay.first_violation == failing["first_violation"]
+    assert run_simulated(topology, workload, None, seed, duration, None).exit_code == 0
+
+    result = shrink(tmp_path / "sweep" / "failures" / f"mrsc-seed-{seed}", hooks=bug, max_runs=40)
+    assert result["still_fails"], result
+    before, after = result["before"], result["after"]
+    assert after["operations"] < before["operations"], (before, after)
+    words = shlex.split(result["replay"])
+    shrunk, shrunk_workload = load_experiment(Path(words[2]))
+    again = run_simulated(shrunk, shrunk_workload, None, seed, float(words[words.index("--duration") + 1]), None,
+                          hooks=bug)  # fmt: skip
+    assert again.verdicts[result["checker"]] == "invalid"

@@ -38,6 +38,7 @@ from .messages import (
     ACCEPT,
     ACCEPT_AGAIN,
     ACCEPTS,
+    CONFLICT,
     FENCED,
     STALE,
     Abort,
@@ -70,6 +71,10 @@ CHANNEL = "mrsc"
 # checkers catch what they would do. "ccf-without-confirmation": a ConditionalCheckFailed is answered from the local
 # copy without the Sync that confirms it is the latest version (docs/mrsc.md, "ConditionalCheckFailed").
 PLANTED_BUGS = ("ccf-without-confirmation",)
+# Bugs only Python code plants (experiment/simulated_run.py PlantedBugs, for the simulator's sweeps): no control
+# request takes them. "accept-after-conflict": a voter that refused a proposal as `conflict` accepts it at once
+# (accept-again) although it still holds the proposal it refused for (member.py), so two racing writes both commit.
+SIMULATION_PLANTED_BUGS = ("accept-after-conflict",)
 
 
 class MrscNode:
@@ -157,6 +162,12 @@ class MrscNode:
             return self._drop(envelope, f"no strong table {table!r} here")
         if kind is Propose or kind is Status or kind is Repropose:
             vote, accepted = member.answer(port, message, _pending_of, self.rank)
+            if vote.answer == CONFLICT and kind is Propose and "accept-after-conflict" in self.planted:
+                # The planted bug: the refusal goes out, and is taken back at once as if a Repropose had come.
+                self.send(envelope.src, vote)
+                again = Repropose(message.pid, message.table, message.key, message.version, message.image,
+                                  message.coordinator)  # fmt: skip
+                vote, accepted = member.answer(port, again, _pending_of, self.rank, planted=True)
             if accepted:
                 self._hold(message.pid, message.table, message.key, now)
             if vote.answer != STALE and message.pid not in self._vote_due:  # a vote recorded here: clean it up later
