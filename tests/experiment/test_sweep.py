@@ -244,3 +244,33 @@ def test_a_voter_accepting_after_refusing_is_found_replayed_and_shrunk(tmp_path)
     again = run_simulated(shrunk, shrunk_workload, None, seed, float(words[words.index("--duration") + 1]), None,
                           hooks=bug)  # fmt: skip
     assert again.verdicts[result["checker"]] == "invalid"
+
+
+def test_a_sweeps_log_records_go_to_its_runs_not_through_the_progress_bar(tmp_path, small, capfd):
+    """Under a clock-skew schedule the regions log that remote HLC stamps are ahead of their clocks. In a sweep
+    (worker processes, sharing the terminal with the progress bar) those records are kept with each run's verdict,
+    counted in the totals, and written to run.log beside a kept failure's results, never printed."""
+    from globaltables.cli.main import main
+
+    schedule = ROOT / "chaos" / "clock-skew.yaml"
+    code = main(["sweep", str(small), "--seeds", "1-2", "--chaos", str(schedule), "--duration", "8", "--jobs", "2",
+                 "--out", str(tmp_path / "sweep")])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, captured.out + captured.err
+    assert "remote HLC stamp" not in captured.err + captured.out
+    assert "2/2" in captured.err  # the progress bar
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    logs = [run["log"] for run in record["runs"]]
+    assert all(log["records"] > 0 and log["levels"].get("WARNING") for log in logs), logs
+    assert all("remote HLC stamp" in log["first"][0] and len(log["first"]) <= log["records"] for log in logs), logs
+    assert record["totals"]["log_records"] == sum(log["records"] for log in logs)
+    assert f"log records: {record['totals']['log_records']} from 2 runs" in captured.out
+
+    # A run kept on disk (as a failing seed replayed here is) writes every record beside its results.
+    from globaltables.experiment.sweep import run_seed
+
+    task = plan_sweep(small, "1", chaos_path=schedule, duration_s=8).tasks()[0]
+    kept = run_seed(task, out_dir=tmp_path / "kept")
+    lines = (tmp_path / "kept" / "run" / "run.log").read_text().splitlines()
+    assert len(lines) == kept["log"]["records"] and lines[: len(kept["log"]["first"])] == kept["log"]["first"]
+    assert kept["log"] == logs[0]  # the same seed logs the same records, here as in a worker
