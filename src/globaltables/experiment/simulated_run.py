@@ -166,8 +166,7 @@ class _IgnoringPort:
 class SimulatedRun:
     """What `run_simulated` returns: results.json's content, each checker's verdict ("valid", "invalid",
     "unknown"), the first violation found (a finding of results.json, or None), the exit status `globaltables run`
-    would give, the command that replays the run, and the run's History (not pickled along with a sweep's verdict:
-    a worker returns a verdict dict)."""
+    would give and the command that replays the run."""
 
     results: dict[str, Any]
     verdicts: dict[str, str]
@@ -175,7 +174,6 @@ class SimulatedRun:
     exit_code: int
     replay: str
     out_dir: Path | None = None
-    history: History | None = None
 
 
 # ------------------------------------------------------------------------------------------------- the clients
@@ -816,7 +814,6 @@ def run_simulated(
         exit_code=exit_status(results["checks"]),
         replay=replay,
         out_dir=out_dir,
-        history=sim.history,
     )
 
 
