@@ -15,7 +15,8 @@ beside it. The rate is client operations / wall seconds of the whole `run_simula
 The baseline, measured in the same run: bench/sim_throughput.py's MREC figure (client PutItems applied in all
 three regions per wall second, `run_cluster`, with --baseline-puts puts), the simulator's raw speed with no
 workload generator, history or checkers. The targets (issue: experiments in virtual time) are checked on the
-first two figures.
+first two figures. On a shared machine the wall figures move with the others' load; the CPU-second figures (this
+process's own time) less so.
 Usage: python bench/simulated_run.py [--duration S] [--seed N] [--rounds N] [--files] [--baseline-puts N]
        [--baseline-rev REV [--baseline-rounds N]]
 """
@@ -72,20 +73,20 @@ def _tracking(init):
 History.__init__ = _tracking(History.__init__)  # costs nothing per operation, and works on a baseline's tree too
 
 
-def counted_run(topology: Path, seed: int, duration: float, files: bool) -> tuple[float, int, int]:
-    """(wall seconds, client operations, workload operations) of one whole `run_simulated` call; the operations
-    are counted afterwards, off the clock, in the run's History."""
+def counted_run(topology: Path, seed: int, duration: float, files: bool) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds, client operations, workload operations) of one whole `run_simulated` call; the
+    operations are counted afterwards, off the clock, in the run's History."""
     gc.collect()
     _HISTORIES.clear()
     with tempfile.TemporaryDirectory(prefix="bench-simulated-") as scratch:
         out = Path(scratch) / "run" if files else None
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         run = run_simulated(topology, None, None, seed, duration, out, make_plots=False)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert run.exit_code == 0, (topology.name, [c["name"] for c in run.results["checks"]])
     clients, workload = _counts(max(_HISTORIES, key=len))
     _HISTORIES.clear()
-    return elapsed, clients, workload
+    return elapsed, cpu, clients, workload
 
 
 def _counts(history) -> tuple[int, int]:
@@ -114,22 +115,28 @@ def main() -> int:
         for mode, topology in topologies.items():
             runs = [counted_run(topology, args.seed, args.duration, args.files) for _ in range(max(1, args.rounds))]
             elapsed = statistics.median(run[0] for run in runs)
-            clients, workload = runs[0][1], runs[0][2]
+            cpu = statistics.median(run[1] for run in runs)
+            clients, workload = runs[0][2], runs[0][3]
             rate = clients / elapsed
             metrics[f"{mode} client ops/s"] = rate
             metrics[f"{mode} workload ops/s"] = workload / elapsed
+            metrics[f"{mode} client ops/CPU s"] = clients / cpu
             verdict = "met" if rate >= TARGETS[mode] else "NOT met"
             lines.append(f"{mode.upper()} quickstart, {args.duration:g} virtual s, seed {args.seed}: {clients} client "
                          f"operations ({workload} of the workload, the rest the lag probe's) in {elapsed:.2f} s wall "
-                         f"= {rate:,.0f} client ops/s ({workload / elapsed:,.0f} workload ops/s); "
-                         f"target {TARGETS[mode]:,}: {verdict}")  # fmt: skip
+                         f"({cpu:.2f} s CPU) = {rate:,.0f} client ops/s ({workload / elapsed:,.0f} workload ops/s, "
+                         f"{clients / cpu:,.0f} client ops per CPU second); target {TARGETS[mode]:,}: {verdict}")  # fmt: skip
     gc.collect()
     with simulation_collector():
+        cpu = time.process_time()
         took, everywhere, _client_s = sim_throughput.run_cluster(args.baseline_puts, 500)
+        cpu = time.process_time() - cpu
     metrics["sim_throughput MREC puts/s"] = everywhere / took
+    metrics["sim_throughput MREC puts/CPU s"] = everywhere / cpu
     for line in lines:
         print(line)
     print(f"baseline, same run: bench/sim_throughput.py's MREC figure {everywhere / took:,.0f} puts/s "
+          f"({everywhere / cpu:,.0f} per CPU second) "
           f"({everywhere} puts applied in all 3 regions, the simulator alone: no workload generator, history or "
           f"checkers); whole-run MREC / baseline = {metrics['mrec client ops/s'] / (everywhere / took):.3f}, "
           f"MRSC / baseline = {metrics['mrsc client ops/s'] / (everywhere / took):.3f}")
