@@ -35,12 +35,12 @@ import _baseline
 
 _baseline.use_source_tree()
 
-import sim_throughput  # noqa: E402  (bench/: the baseline figure's own code)
+import sim_throughput  # bench/: the baseline figure's own code
 
-from globaltables.chaos.history import NEMESIS, History  # noqa: E402
-from globaltables.experiment.load import is_probe_key  # noqa: E402
-from globaltables.experiment.simulated_run import run_simulated  # noqa: E402
-from globaltables.sim.collector import simulation_collector  # noqa: E402
+from globaltables.chaos.history import NEMESIS, History
+from globaltables.experiment.load import is_probe_key
+from globaltables.experiment.simulated_run import run_simulated
+from globaltables.sim.collector import simulation_collector
 
 REPO = Path(__file__).resolve().parent.parent
 QUICKSTART = REPO / "topologies" / "quickstart.yaml"
@@ -135,11 +135,13 @@ def main() -> int:
     metrics["sim_throughput MREC puts/CPU s"] = everywhere / cpu
     for line in lines:
         print(line)
-    print(f"baseline, same run: bench/sim_throughput.py's MREC figure {everywhere / took:,.0f} puts/s "
-          f"({everywhere / cpu:,.0f} per CPU second) "
-          f"({everywhere} puts applied in all 3 regions, the simulator alone: no workload generator, history or "
-          f"checkers); whole-run MREC / baseline = {metrics['mrec client ops/s'] / (everywhere / took):.3f}, "
-          f"MRSC / baseline = {metrics['mrsc client ops/s'] / (everywhere / took):.3f}")
+    print(
+        f"baseline, same run: bench/sim_throughput.py's MREC figure {everywhere / took:,.0f} puts/s "
+        f"({everywhere / cpu:,.0f} per CPU second) "
+        f"({everywhere} puts applied in all 3 regions, the simulator alone: no workload generator, history or "
+        f"checkers); whole-run MREC / baseline = {metrics['mrec client ops/s'] / (everywhere / took):.3f}, "
+        f"MRSC / baseline = {metrics['mrsc client ops/s'] / (everywhere / took):.3f}"
+    )
     _baseline.report(metrics)
     return 0
 

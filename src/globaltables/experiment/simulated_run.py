@@ -57,6 +57,7 @@ from ..engine.errors import DynamoError
 from ..engine.mutation import Mutation
 from ..region import capacity_metrics, wire
 from ..region.apply_decisions import ApplyDecisions
+from ..replication.mrsc.node import ACCEPT_AFTER_CONFLICT
 from ..runtime.rng import Rng
 from ..sim.clock import DEFAULT_EPOCH, SimClock
 from ..sim.cluster import SimCluster, scan_items
@@ -533,7 +534,7 @@ class _SimRun:
     def _node(self, region: str, node: Any) -> None:
         """Every (re)start of an MRSC member: the voter bug planted in it, if it is the one named."""
         if self.hooks.voter_accepts_after_refusing == region:
-            node.planted = node.planted | {"accept-after-conflict"}
+            node.planted = node.planted | {ACCEPT_AFTER_CONFLICT}
 
     def up(self, region: str) -> bool:
         return self.cluster.region(region).up

@@ -74,7 +74,8 @@ PLANTED_BUGS = ("ccf-without-confirmation",)
 # Bugs only Python code plants (experiment/simulated_run.py PlantedBugs, for the simulator's sweeps): no control
 # request takes them. "accept-after-conflict": a voter that refused a proposal as `conflict` accepts it at once
 # (accept-again) although it still holds the proposal it refused for (member.py), so two racing writes both commit.
-SIMULATION_PLANTED_BUGS = ("accept-after-conflict",)
+ACCEPT_AFTER_CONFLICT = "accept-after-conflict"
+SIMULATION_PLANTED_BUGS = (ACCEPT_AFTER_CONFLICT,)
 
 
 class MrscNode:
@@ -162,7 +163,7 @@ class MrscNode:
             return self._drop(envelope, f"no strong table {table!r} here")
         if kind is Propose or kind is Status or kind is Repropose:
             vote, accepted = member.answer(port, message, _pending_of, self.rank)
-            if vote.answer == CONFLICT and kind is Propose and "accept-after-conflict" in self.planted:
+            if vote.answer == CONFLICT and kind is Propose and ACCEPT_AFTER_CONFLICT in self.planted:
                 # The planted bug: the refusal goes out, and is taken back at once as if a Repropose had come.
                 self.send(envelope.src, vote)
                 again = Repropose(message.pid, message.table, message.key, message.version, message.image,

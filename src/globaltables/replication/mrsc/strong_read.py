@@ -76,7 +76,7 @@ class StrongReader:
     def next_deadline(self) -> float | None:
         soonest: float | None = None
         for r in self.rounds.values():
-            at = r.deadline if r.deadline < r.next_send else r.next_send
+            at = min(r.deadline, r.next_send)
             if soonest is None or at < soonest:
                 soonest = at
         return soonest
