@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from globaltables.experiment.results import SCHEMA
 from globaltables.experiment.runner import RunAborted, load_experiment
@@ -164,6 +165,26 @@ def test_a_planted_bug_of_the_other_mode_is_refused():
     topology, workload = load_experiment(ROOT / "topologies" / "mrsc-three-replicas.yaml")
     with pytest.raises(ValueError, match="MREC bug"):
         run_simulated(topology, workload, None, 1, 1, None, hooks=PlantedBugs(ignore_replicated_write=("us-east-1", 1)))
+    topology, workload = load_experiment(QUICKSTART)
+    for bug in (PlantedBugs(local_strong_reads="us-east-1"), PlantedBugs(voter_accepts_after_refusing="us-east-1")):
+        with pytest.raises(ValueError, match="MRSC bug"):
+            run_simulated(topology, workload, None, 1, 1, None, hooks=bug)
+
+
+def test_a_voter_accepting_after_refusing_leaves_the_replicas_apart(tmp_path):
+    """PlantedBugs.voter_accepts_after_refusing: two racing strong writes both commit at one version, each of
+    their coordinators keeping its own image; caught where such a race is an item's last write (seed 16 here)."""
+    document = yaml.safe_load(QUICKSTART.read_text())
+    document["mode"] = "mrsc"
+    document["workload"].update(warmup_s=0, rate_per_region=20, keys=10, lag_probe_interval_s=0)
+    path = tmp_path / "quickstart-mrsc.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    bug = PlantedBugs(voter_accepts_after_refusing="eu-west-1")
+    result = run_simulated(path, None, None, 16, 1.0, None, hooks=bug)
+    assert result.verdicts["convergence"] == "invalid", result.verdicts
+    assert result.first_violation["check"] == "convergence"
+    assert "different versions" in result.first_violation["detail"]
+    assert run_simulated(path, None, None, 16, 1.0, None).exit_code == 0
 
 
 def test_the_entry_point_takes_and_gives_picklable_values_for_worker_processes():

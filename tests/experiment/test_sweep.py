@@ -206,3 +206,71 @@ def test_the_swarm_finds_a_planted_strong_mode_bug(tmp_path):
     assert result["after"]["operations"] < result["before"]["operations"] or (
         result["after"]["faults"] < result["before"]["faults"]
     )
+
+
+def test_a_voter_accepting_after_refusing_is_found_replayed_and_shrunk(tmp_path):
+    """An MRSC voter that refuses a racing proposal as `conflict` and then accepts it all the same lets two strong
+    writes commit at one version: the replicas keep different images of the item, which the checkers find in the
+    seeds where such a race was an item's last write. No fault is needed: the race is the workload's own."""
+    document = yaml.safe_load(QUICKSTART.read_text())
+    document["mode"] = "mrsc"
+    document["workload"].update(warmup_s=0, rate_per_region=20, keys=10, lag_probe_interval_s=0)
+    topology_path = tmp_path / "mrsc.yaml"
+    topology_path.write_text(yaml.safe_dump(document, sort_keys=False))
+    bug = PlantedBugs(voter_accepts_after_refusing="eu-west-1")
+    sweep = plan_sweep(topology_path, "1-200", duration_s=DURATION, hooks=bug)
+    with open_executor("local", jobs=2) as pool:
+        record = run_sweep(sweep, tmp_path / "sweep", pool, keep_failures=1)
+    totals = record["totals"]
+    assert totals["runs"] == 200 and 0 < totals["invalid"] < 200, totals
+    assert set(totals["failures_by_checker"]) <= {"convergence", "linearizable"}, totals
+    failing = next(run for run in record["runs"] if run["verdict"] == "invalid")
+    assert failing["reproduced"] is True and failing["mode"] == "mrsc"
+
+    # The replay command, with the same planted bug: the same first violation; without it, the seed is valid.
+    words = shlex.split(failing["replay"])
+    seed, duration = int(words[words.index("--seed") + 1]), float(words[words.index("--duration") + 1])
+    topology, workload = load_experiment(Path(words[2]))
+    replay = run_simulated(topology, workload, None, seed, duration, None, hooks=bug)
+    assert replay.first_violation == failing["first_violation"]
+    assert run_simulated(topology, workload, None, seed, duration, None).exit_code == 0
+
+    result = shrink(tmp_path / "sweep" / "failures" / f"mrsc-seed-{seed}", hooks=bug, max_runs=40)
+    assert result["still_fails"], result
+    before, after = result["before"], result["after"]
+    assert after["operations"] < before["operations"], (before, after)
+    words = shlex.split(result["replay"])
+    shrunk, shrunk_workload = load_experiment(Path(words[2]))
+    again = run_simulated(shrunk, shrunk_workload, None, seed, float(words[words.index("--duration") + 1]), None,
+                          hooks=bug)  # fmt: skip
+    assert again.verdicts[result["checker"]] == "invalid"
+
+
+def test_a_sweeps_log_records_go_to_its_runs_not_through_the_progress_bar(tmp_path, small, capfd):
+    """Under a clock-skew schedule the regions log that remote HLC stamps are ahead of their clocks. In a sweep
+    (worker processes, sharing the terminal with the progress bar) those records are kept with each run's verdict,
+    counted in the totals, and written to run.log beside a kept failure's results, never printed."""
+    from globaltables.cli.main import main
+
+    schedule = ROOT / "chaos" / "clock-skew.yaml"
+    code = main(["sweep", str(small), "--seeds", "1-2", "--chaos", str(schedule), "--duration", "8", "--jobs", "2",
+                 "--out", str(tmp_path / "sweep")])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, captured.out + captured.err
+    assert "remote HLC stamp" not in captured.err + captured.out
+    assert "2/2" in captured.err  # the progress bar
+    record = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    logs = [run["log"] for run in record["runs"]]
+    assert all(log["records"] > 0 and log["levels"].get("WARNING") for log in logs), logs
+    assert all("remote HLC stamp" in log["first"][0] and len(log["first"]) <= log["records"] for log in logs), logs
+    assert record["totals"]["log_records"] == sum(log["records"] for log in logs)
+    assert f"log records: {record['totals']['log_records']} from 2 runs" in captured.out
+
+    # A run kept on disk (as a failing seed replayed here is) writes every record beside its results.
+    from globaltables.experiment.sweep import run_seed
+
+    task = plan_sweep(small, "1", chaos_path=schedule, duration_s=8).tasks()[0]
+    kept = run_seed(task, out_dir=tmp_path / "kept")
+    lines = (tmp_path / "kept" / "run" / "run.log").read_text().splitlines()
+    assert len(lines) == kept["log"]["records"] and lines[: len(kept["log"]["first"])] == kept["log"]["first"]
+    assert kept["log"] == logs[0]  # the same seed logs the same records, here as in a worker

@@ -182,6 +182,7 @@ class History:
         self.clock = clock
         self.ops: list[Op] = []
         self._outstanding: dict[Any, Op] = {}
+        self._pairs: tuple[int, list[tuple[Op, Op | None]]] | None = None  # (len(ops) then, pairs())
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -284,7 +285,10 @@ class History:
         return sorted(self._outstanding.values(), key=lambda op: op.index)
 
     def pairs(self) -> list[tuple[Op, Op | None]]:
-        """(invocation, completion or None) for every client operation, in invocation order."""
+        """(invocation, completion or None) for every client operation, in invocation order. Every checker walks
+        them: they are paired once per length of the (append-only) history, and each caller gets its own list."""
+        if self._pairs is not None and self._pairs[0] == len(self.ops):
+            return list(self._pairs[1])
         result: list[tuple[Op, Op | None]] = []
         slot_of: dict[Any, int] = {}
         for op in self.ops:
@@ -298,7 +302,8 @@ class History:
                 if slot is None:
                     raise ValueError(f"{op} completes nothing: its process has no outstanding invocation")
                 result[slot] = (result[slot][0], op)
-        return result
+        self._pairs = (len(self.ops), result)
+        return list(result)
 
     def faults(self) -> list[Op]:
         return [op for op in self.ops if op.process == NEMESIS]

@@ -57,6 +57,7 @@ from ..engine.errors import DynamoError
 from ..engine.mutation import Mutation
 from ..region import capacity_metrics, wire
 from ..region.apply_decisions import ApplyDecisions
+from ..replication.mrsc.node import ACCEPT_AFTER_CONFLICT
 from ..runtime.rng import Rng
 from ..sim.clock import DEFAULT_EPOCH, SimClock
 from ..sim.cluster import SimCluster, scan_items
@@ -113,10 +114,17 @@ class PlantedBugs:
     silently misses writes.
     `local_strong_reads`: a region — MRSC: that member answers strongly consistent GetItems from its own copy
     without syncing with another member first, so a member that missed commits returns stale "strong" reads.
+    `voter_accepts_after_refusing`: a region — MRSC: that member, having refused a proposal because it holds a
+    racing one (`conflict`), accepts it when its coordinator asks again although it still holds the other
+    (replication/mrsc/node.py "accept-after-conflict"), so two racing strong writes can both commit.
     """
 
     ignore_replicated_write: tuple[str, float] | None = None
     local_strong_reads: str | None = None
+    voter_accepts_after_refusing: str | None = None
+
+    def mrsc_bugs(self) -> list[str]:
+        return [name for name in ("local_strong_reads", "voter_accepts_after_refusing") if getattr(self, name)]
 
 
 def _local_strong_reads(requests_class: type) -> type:
@@ -489,10 +497,10 @@ class _SimRun:
         self.strong = topology.mode == "mrsc"
         if self.strong and self.hooks.ignore_replicated_write is not None:
             raise ValueError("PlantedBugs.ignore_replicated_write plants an MREC bug; this topology is mode: mrsc")
-        if not self.strong and self.hooks.local_strong_reads is not None:
-            raise ValueError("PlantedBugs.local_strong_reads plants an MRSC bug; this topology is mode: mrec")
+        if not self.strong and self.hooks.mrsc_bugs():
+            raise ValueError(f"PlantedBugs.{self.hooks.mrsc_bugs()[0]} plants an MRSC bug; this topology is mode: mrec")
         if self.strong:
-            self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
+            self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False, on_node=self._node)
         else:
             # Each region's capacity as the topology says, as its region process would run it (`--capacity`,
             # modelled unless `capacity: unlimited`; docs/capacity.md), on the virtual clock. MRSC regions model
@@ -522,6 +530,11 @@ class _SimRun:
             rng = self._planted_rngs.setdefault(region, Rng(self.seed).fork(f"planted/{region}"))
             return _IgnoringPort(port, planted[1], rng)
         return port
+
+    def _node(self, region: str, node: Any) -> None:
+        """Every (re)start of an MRSC member: the voter bug planted in it, if it is the one named."""
+        if self.hooks.voter_accepts_after_refusing == region:
+            node.planted = node.planted | {ACCEPT_AFTER_CONFLICT}
 
     def up(self, region: str) -> bool:
         return self.cluster.region(region).up

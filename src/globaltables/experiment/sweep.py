@@ -40,6 +40,7 @@ from ..chaos.schedule import ScheduleError
 from ..chaos.swarm import draw_schedule, dump_schedule, schedule_of
 from ..runtime.yaml_documents import load_yaml
 from ..topology.load import TopologyError
+from . import run_log
 from .topology import load_topology
 
 EXIT_PASSED, EXIT_CHECK_FAILED, EXIT_INCOMPLETE = 0, 1, 2
@@ -127,6 +128,17 @@ def run_seed(task: SeedTask, out_dir: Path | None = None) -> dict[str, Any]:
     keep = out_dir is not None
     directory = Path(out_dir) if keep else Path(tempfile.mkdtemp(prefix=f"globaltables-sweep-{task.seed}-"))
     directory.mkdir(parents=True, exist_ok=True)
+    # The run's log records go with its verdict (and to run.log when kept), not through the sweep's progress bar.
+    with run_log.captured() as log:
+        verdict = _run_task(task, directory, keep)
+    verdict["log"] = log.summary()
+    if keep and log.lines:  # beside the run's results (the case's directory when the run made none)
+        where = directory / "run" if (directory / "run").is_dir() else directory
+        (where / "run.log").write_text("".join(line + "\n" for line in log.lines))
+    return verdict
+
+
+def _run_task(task: SeedTask, directory: Path, keep: bool) -> dict[str, Any]:
     try:
         topology_path = directory / "topology.yaml"
         topology_path.write_text(task.topology_text)
@@ -404,7 +416,8 @@ def totals(verdicts: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "unknown": counts["unknown"], "operations": sum(v.get("operations", 0) for v in verdicts),
             "acknowledged_writes": sum(v.get("acknowledged_writes", 0) for v in verdicts),
             "faults": sum(v.get("faults", 0) for v in verdicts),
-            "failures_by_checker": dict(sorted(by_checker.items()))}  # fmt: skip
+            "failures_by_checker": dict(sorted(by_checker.items())),
+            "log_records": sum((v.get("log") or {}).get("records", 0) for v in verdicts)}  # fmt: skip
 
 
 def exit_status(record: dict[str, Any]) -> int:
@@ -450,6 +463,9 @@ def summary_text(record: dict[str, Any]) -> str:
         "failures by checker: " + (", ".join(f"{name} {count}" for name, count in t["failures_by_checker"].items())
                                    or "none"),
     ]  # fmt: skip
+    if t.get("log_records"):
+        logged = sum(1 for v in record["runs"] if (v.get("log") or {}).get("records"))
+        lines.append(f"log records: {t['log_records']} from {logged} runs (each run's in sweep.json `log`)")
     failing = [v for v in record["runs"] if v["verdict"] == "invalid"]
     if failing:
         lines += ["", "## Failing seeds", ""]

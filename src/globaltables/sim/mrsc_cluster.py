@@ -94,6 +94,8 @@ class MrscMember:
         self.api.strong_membership.configure([self.name, *others], cluster.witness)
         node_class = MrscWitness if self.witness else MrscNode
         self.node = node_class(self.name, others, self.strong, cluster.config)
+        if cluster.on_node is not None:
+            cluster.on_node(self.name, self.node)
         self.driver = MrscDriver(MrscRegion(self.node, self.api), cluster.scheduler, cluster.network, cluster._done)
         self.up = True
         self.driver.run(self.node.start(self.driver.now()))
@@ -119,16 +121,19 @@ class MrscCluster:
         links: Mapping[tuple[str, str], LinkSettings] | None = None,
         clock_offsets: Mapping[str, float] | None = None,
         make_store: Callable[[], Any] = MemoryStore,
+        on_node: Callable[[str, Any], None] | None = None,
     ) -> None:
         """`link`: every link's settings (default 30 ms + up to 2 ms uniform jitter); `links[(src, dest)]`: a
         directed link's own (the topology's). `tables`: CreateTable requests (default: `table`, else one table
         "Items" keyed by the string `pk`); the first is the table of `write` / `read` / `query`. `clock_offsets`:
         seconds each member's wall clock is ahead (negative: behind). `make_store`: each member's empty store (its
-        "disk"; any store of engine/storage: tests hold the protocol to the same history on each)."""
+        "disk"; any store of engine/storage: tests hold the protocol to the same history on each). `on_node(member,
+        node)`: called with every node a member (re)starts with, before it runs (a test plants bugs in it there)."""
         if len(set(members)) != 3 or (witness is not None and witness not in members):
             raise ValueError(f"an MRSC cluster has three distinct members (a witness among them), not {members!r}")
         self.scheduler = Scheduler()
         self.make_store = make_store
+        self.on_node = on_node
         self.rng = Rng(seed)
         self.config = config or MrscConfig()
         self.network = SimNetwork(
@@ -160,7 +165,8 @@ class MrscCluster:
 
     @classmethod
     def from_topology(
-        cls, topology: Topology, seed: int = 0, *, config: MrscConfig | None = None, journal: bool = True
+        cls, topology: Topology, seed: int = 0, *, config: MrscConfig | None = None, journal: bool = True,
+        on_node: Callable[[str, Any], None] | None = None,
     ) -> MrscCluster:
         """The cluster of a loaded `mode: mrsc` topology, each member from its RegionPlan (as a region process
         runs): its three regions (the witness by role), each directed link's latency and jitter, the regions' clock
@@ -182,6 +188,7 @@ class MrscCluster:
             tables=[spec.request() for spec in first.tables] or None,
             links=links,
             clock_offsets={name: plan.clock_offset_ms / 1000 for name, plan in plans.items()},
+            on_node=on_node,
         )
 
     # The shape chaos.target.SimTarget drives (as sim/cluster.py's SimCluster has it).

@@ -45,9 +45,11 @@ def check_causal(
         seen: dict[tuple[str | None, Any], list[Op]] = {}
         for _, read in reads.get((table, key), []):
             seen.setdefault((read.region, canonical_value(read.value)), []).append(read)
+        versions = [version_key(second.version) for _, second in key_writes]  # parsed once per write
         for first_inv, first in key_writes:
             value = canonical_value(first_inv.value)
-            for second_inv, second in key_writes:
+            first_version = version_key(first.version)
+            for (second_inv, second), second_version in zip(key_writes, versions, strict=True):
                 if second is first:
                     continue
                 proof: list[Op] = []
@@ -55,15 +57,17 @@ def check_causal(
                     proof = []
                 else:
                     candidates = seen.get((second_inv.region, value), ()) if value is not None else ()
-                    proof = [read for read in candidates if read.index < second_inv.index][:1]
-                    if not proof:
+                    invoked = second_inv.index
+                    found = next((read for read in candidates if read.index < invoked), None)
+                    if found is None:
                         continue
+                    proof = [found]
                 if second_inv.is_delete and second.version == first.version:
                     # A delete that found the item already gone wrote nothing: its answer names the tombstone it
                     # found (engine/operations/read_modify_write.py), here `first`'s. No later write to order.
                     continue
                 pairs += 1
-                if version_key(second.version) > version_key(first.version):
+                if second_version > first_version:
                     continue
                 observed = {region: tables.get(table, {}).get(key) for region, tables in sorted(final_states.items())}
                 holding = [

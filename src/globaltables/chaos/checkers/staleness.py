@@ -9,7 +9,9 @@ are findings. With `max_ms`, a read staler than that is a finding too; otherwise
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from ..history import OK, History, Op, key_id
@@ -17,6 +19,7 @@ from .lww import canonical_value, parse_version
 from .result import CheckResult, Finding
 
 NAME = "staleness"
+_position = itemgetter(1)
 
 
 def check_staleness(
@@ -35,16 +38,22 @@ def check_staleness(
     stats: dict[str, dict[str, float]] = {}
     findings: list[Finding] = []
     first_by_value: dict[tuple[str, str], dict[Any, Op]] = {}  # per key: value -> the first write storing it
-    # Per key, its writes with their versions parsed once (not once per read that looks at them).
-    parsed: dict[tuple[str, str], list[tuple[int, Any, Op, Op]]] = {}
+    # Per key, its writes with their versions parsed once (not once per read that looks at them), in completion
+    # order, so a read looks only at the prefix completed before its invocation (found by bisection).
+    parsed: dict[tuple[str, str], list[tuple[int, int, Any, Op, Op]]] = {}
+    completed_at: dict[tuple[str, str], list[int]] = {}
     for key, key_writes in writes.items():
         first = first_by_value[key] = {}
         for i, c in key_writes:
             first.setdefault(canonical_value(i.value), c)
-        parsed[key] = [(c.index, version_key(c.version), i, c) for i, c in key_writes]
+        entries = sorted((c.index, position, version_key(c.version), i, c)
+                         for position, (i, c) in enumerate(key_writes))  # fmt: skip
+        parsed[key] = entries
+        completed_at[key] = [entry[0] for entry in entries]
     for invocation, completion in reads:
         key = (invocation.table, key_id(invocation.key))
-        done = [entry for entry in parsed.get(key, ()) if entry[0] < invocation.index]
+        entries = parsed.get(key, ())
+        done = entries[: bisect_left(completed_at[key], invocation.index)] if entries else ()
         value = canonical_value(completion.value)
         if value is None:
             base = None
@@ -56,10 +65,13 @@ def check_staleness(
                                         {invocation.region: completion.value}, [invocation, completion]))  # fmt: skip
                 continue
             base = version_key(match.version)
+        # The writes missed, in the history's order of their invocations.
         if base is None:
-            missed = [c for _, _, i, c in done if not i.is_delete]
+            chosen = [entry for entry in done if not entry[3].is_delete]
         else:
-            missed = [c for _, v, _, c in done if v > base]
+            chosen = [entry for entry in done if entry[2] > base]
+        chosen.sort(key=_position)
+        missed = [entry[4] for entry in chosen]
         lag_ms = 0.0
         if missed and invocation.mono is not None and all(c.mono is not None for c in missed):
             lag_ms = max(0.0, (invocation.mono - min(c.mono for c in missed)) * 1000.0)

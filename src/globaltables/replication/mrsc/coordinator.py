@@ -177,12 +177,21 @@ class Coordinator:
                 del self.queues[ident]
 
     def next_deadline(self) -> float | None:
-        times = [p.next_send for p in self.proposals.values()]
+        soonest: float | None = None
         grace = self.node.config.retransmit_ms / 1000
-        times += [p.outranked_at + grace for p in self.proposals.values() if p.outranked_at is not None]
-        times += [p.op.deadline for p in self.proposals.values() if p.op is not None and not p.op.done]
-        times += [op.deadline for queue in self.queues.values() for op in queue if not op.done]
-        return min(times) if times else None
+        for p in self.proposals.values():
+            at = p.next_send
+            if p.outranked_at is not None and p.outranked_at + grace < at:
+                at = p.outranked_at + grace
+            if p.op is not None and not p.op.done and p.op.deadline < at:
+                at = p.op.deadline
+            if soonest is None or at < soonest:
+                soonest = at
+        for queue in self.queues.values():
+            for op in queue:
+                if not op.done and (soonest is None or op.deadline < soonest):
+                    soonest = op.deadline
+        return soonest
 
     # ----------------------------------------------------------------------------------------------- helpers
 

@@ -66,8 +66,13 @@ class StrongPort(Protocol):
     ) -> bool: ...
 
 
-def answer(port: StrongPort, message: Propose | Repropose | Status, make_pending, rank: Rank) -> tuple[Vote, bool]:
-    """The vote on a Propose, Repropose or Status, made durable first; (vote, accepted now)."""
+def answer(
+    port: StrongPort, message: Propose | Repropose | Status, make_pending, rank: Rank, *, planted: bool = False
+) -> tuple[Vote, bool]:
+    """The vote on a Propose, Repropose or Status, made durable first; (vote, accepted now). `planted`: the planted
+    bug "accept-after-conflict" (node.py SIMULATION_PLANTED_BUGS): a recorded `conflict`, asked again by a
+    Repropose, is accepted although the lower-ranked proposal it refused for is still held here (and replaced by
+    it), so both may gather a majority."""
     cv, cpid, image = port.committed(message.table, message.key)
     held = port.pending(message.table, message.key)
     recorded = port.vote(message.pid)
@@ -79,7 +84,8 @@ def answer(port: StrongPort, message: Propose | Repropose | Status, make_pending
             if not free and rank(held.version, held.coordinator) > rank(message.version, message.coordinator):
                 port.refuse(message.pid, message.table, message.key, OUTRANKED)  # what it holds now ranks higher
                 return Vote(message.pid, OUTRANKED, cv, cpid, image), False
-            if free and type(message) is Repropose and not port.settled(message.pid, message.table, message.key):
+            if (free or planted) and type(message) is Repropose and not port.settled(message.pid, message.table,
+                                                                                    message.key):  # fmt: skip
                 port.accept(make_pending(message), ACCEPT_AGAIN)
                 return Vote(message.pid, ACCEPT_AGAIN, cv, cpid, image), True
         return Vote(message.pid, recorded, cv, cpid, image), False

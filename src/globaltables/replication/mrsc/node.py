@@ -38,6 +38,7 @@ from .messages import (
     ACCEPT,
     ACCEPT_AGAIN,
     ACCEPTS,
+    CONFLICT,
     FENCED,
     STALE,
     Abort,
@@ -70,6 +71,11 @@ CHANNEL = "mrsc"
 # checkers catch what they would do. "ccf-without-confirmation": a ConditionalCheckFailed is answered from the local
 # copy without the Sync that confirms it is the latest version (docs/mrsc.md, "ConditionalCheckFailed").
 PLANTED_BUGS = ("ccf-without-confirmation",)
+# Bugs only Python code plants (experiment/simulated_run.py PlantedBugs, for the simulator's sweeps): no control
+# request takes them. "accept-after-conflict": a voter that refused a proposal as `conflict` accepts it at once
+# (accept-again) although it still holds the proposal it refused for (member.py), so two racing writes both commit.
+ACCEPT_AFTER_CONFLICT = "accept-after-conflict"
+SIMULATION_PLANTED_BUGS = (ACCEPT_AFTER_CONFLICT,)
 
 
 class MrscNode:
@@ -157,6 +163,12 @@ class MrscNode:
             return self._drop(envelope, f"no strong table {table!r} here")
         if kind is Propose or kind is Status or kind is Repropose:
             vote, accepted = member.answer(port, message, _pending_of, self.rank)
+            if vote.answer == CONFLICT and kind is Propose and ACCEPT_AFTER_CONFLICT in self.planted:
+                # The planted bug: the refusal goes out, and is taken back at once as if a Repropose had come.
+                self.send(envelope.src, vote)
+                again = Repropose(message.pid, message.table, message.key, message.version, message.image,
+                                  message.coordinator)  # fmt: skip
+                vote, accepted = member.answer(port, again, _pending_of, self.rank, planted=True)
             if accepted:
                 self._hold(message.pid, message.table, message.key, now)
             if vote.answer != STALE and message.pid not in self._vote_due:  # a vote recorded here: clean it up later
@@ -224,14 +236,16 @@ class MrscNode:
         return self._flush()
 
     def next_deadline(self) -> float | None:
-        times = [due for due, _n, _t, _k in self._recover.values()]
-        times += [due for due, _n, _t, _k in self._vote_due.values()]
-        if self._sweep_at is not None:
-            times.append(self._sweep_at)
+        # Asked after every message and host call: the earliest time, found without building lists.
+        soonest = self._sweep_at
+        for entries in (self._recover, self._vote_due):
+            for due, _n, _t, _k in entries.values():
+                if soonest is None or due < soonest:
+                    soonest = due
         for at in (self.coordinator.next_deadline(), self.reader.next_deadline(), self.range_reader.next_deadline()):
-            if at is not None:
-                times.append(at)
-        return min(times) if times else None
+            if at is not None and (soonest is None or at < soonest):
+                soonest = at
+        return soonest
 
     def take_completions(self) -> list[tuple[Any, str, Any]]:
         done, self._completions = self._completions, []

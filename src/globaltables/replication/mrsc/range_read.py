@@ -96,8 +96,12 @@ class RangeReader:
                 self._attempt(round_, now)
 
     def next_deadline(self) -> float | None:
-        times = [min(r.deadline, r.next_send) for r in self.rounds.values()]
-        return min(times) if times else None
+        soonest: float | None = None
+        for r in self.rounds.values():
+            at = min(r.deadline, r.next_send)
+            if soonest is None or at < soonest:
+                soonest = at
+        return soonest
 
     # ----------------------------------------------------------------------------------------------- helpers
 
