@@ -133,9 +133,9 @@ def _by_mode(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _sum_totals(many: list[dict[str, Any]]) -> dict[str, Any]:
-    summed: dict[str, Any] = {key: sum(t[key] for t in many)
+    summed: dict[str, Any] = {key: sum(t.get(key, 0) for t in many)
                               for key in ("runs", "valid", "invalid", "unknown", "operations", "acknowledged_writes",
-                                          "faults")}  # fmt: skip
+                                          "faults", "log_records")}  # fmt: skip
     by_checker: Counter = Counter()
     for t in many:
         by_checker.update(t["failures_by_checker"])
@@ -167,6 +167,7 @@ def suite_summary_text(suite: dict[str, Any]) -> str:
         f"operations: {t['operations']}",
         f"acknowledged writes: {t['acknowledged_writes']}",
         f"faults injected: {t['faults']}",
+        *([f"log records: {t['log_records']} (each run's in its sweep's sweep.json `log`)"] if t["log_records"] else []),
         "failures by checker: " + (", ".join(f"{name} {count}" for name, count in t["failures_by_checker"].items())
                                    or "none"),
     ]  # fmt: skip
