@@ -6,7 +6,8 @@ Keys and images are in normalised wire form; an image of None is a delete. `deco
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -192,12 +193,18 @@ _TYPES: dict[type, tuple[Any, ...]] = {
 }
 
 
+# Each message's fields in declaration order, read shallowly: `dataclasses.astuple` would deep-copy every key and
+# image only for orjson to read the copy once (it was a third of a member's CPU per message).
+_FIELDS = {cls: attrgetter(*(field.name for field in fields(cls))) for cls in KIND_OF}
+
+
 def kind_of(message: Message) -> str:
     return KIND_OF[type(message)]
 
 
 def encode(message: Message) -> bytes:
-    return orjson.dumps([KIND_OF[type(message)], *astuple(message)])
+    cls = type(message)
+    return orjson.dumps([KIND_OF[cls], *_FIELDS[cls](message)])
 
 
 def decode(data: bytes) -> Message:
