@@ -92,21 +92,26 @@ class RawClient:
     """DynamoDB calls to one region over one keep-alive HTTP/1.1 socket (TCP_NODELAY), signed for that region at the
     second they are sent (a region refuses a stale date or a scope naming another region, as DynamoDB does)."""
 
-    def __init__(self, region: str, endpoint: str) -> None:
+    def __init__(self, region: str, endpoint: str, connect: bool = True) -> None:
         host, port = endpoint.removeprefix("http://").rstrip("/").rsplit(":", 1)
         self.host = f"{host}:{port}"
         self.signer = Signer(region)
-        self.sock = socket.create_connection((host, int(port)), timeout=60)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
+        if connect:
+            self.sock = socket.create_connection((host, int(port)), timeout=60)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def call(self, operation: str, request: dict) -> dict:
+    def frame(self, operation: str, request: dict) -> bytes:
+        """The request's bytes, signed now."""
         body = orjson.dumps(request)
         head = (
             f"POST / HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/x-amz-json-1.0\r\n"
             f"X-Amz-Target: DynamoDB_20120810.{operation}\r\n"
         ).encode()
-        self.sock.sendall(head + self.signer.lines() + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        return head + self.signer.lines() + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+    def call(self, operation: str, request: dict) -> dict:
+        self.sock.sendall(self.frame(operation, request))
         while b"\r\n\r\n" not in self.buffer:
             self._read()
         end = self.buffer.index(b"\r\n\r\n") + 4
