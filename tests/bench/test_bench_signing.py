@@ -97,10 +97,20 @@ class _Body:
         return iter([b"{}"])
 
 
-def test_mrsc_latency_clients_sign_for_the_region_they_talk_to():
+def test_mrsc_latency_raw_clients_sign_for_the_region_they_talk_to():
     bench = load("mrsc_latency")
     for region in bench.REGIONS:
-        client = bench.client(region, "http://127.0.0.1:9")
+        client = bench.RawClient(region, "http://127.0.0.1:9", connect=False)
+        data = client.frame("GetItem", {"TableName": "Items", "Key": {"id": {"S": "k"}}})
+        head, _, body = data.partition(b"\r\n\r\n")
+        accepts(region, head_headers(head), body=body)
+        assert b"X-Amz-Target: DynamoDB_20120810.GetItem\r\n" in head and int(head_headers(head)["content-length"]) == len(body)
+
+
+def test_mrsc_latency_boto3_clients_sign_for_the_region_they_talk_to():
+    bench = load("mrsc_latency")
+    for region in bench.REGIONS:
+        client = bench.Boto3Client(region, "http://127.0.0.1:9").client
         sent = []
 
         def answer(request, sent=sent, **_):  # what the client would send; nothing goes on the wire

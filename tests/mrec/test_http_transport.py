@@ -1,8 +1,9 @@
 """The replication transport on its own: two transports in one event loop, each behind a real aiohttp server.
 
 What it must show: envelopes arrive in lane order and not before the link latency (a floor), jitter never
-reorders a lane, a request without the secret is refused (401) and delivers nothing, grudges drop on arrival,
-and a link reconnects after its peer comes back on the same port.
+reorders a lane, a request without the secret is refused (401) and delivers nothing, grudges drop what is due
+(envelopes in flight when a partition starts included), the receiver holds what is in flight (it arrives even if
+its sender stops), and a link reconnects after its peer comes back on the same port.
 """
 
 from __future__ import annotations
@@ -10,18 +11,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import sys
 import time
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 
 from globaltables.region.http_transport import (
+    CLOCK_HEADER,
     REPLICATION_PATH,
     HttpTransport,
     LinkDelay,
     decode_envelope,
+    decode_frame,
     encode_envelope,
+    host_clock,
 )
 from globaltables.runtime.task_owner import task_owner
 from globaltables.runtime.transport import REGION_HEADER, SECRET_HEADER, Envelope
@@ -33,6 +39,17 @@ def test_codec_round_trip():
     for body in (b"\x00raw", {"a": [1, "x"]}, None):
         envelope = Envelope("a-b-1", "c-d-2", "ship", 7, 3, body, lane=2)
         assert decode_envelope(encode_envelope(envelope)) == envelope
+        assert decode_frame(encode_envelope(envelope, 0.0123456, False, 12.5)) == (envelope, 0.012346, 12.5, False)
+        assert decode_frame(encode_envelope(envelope, -1.0)) == (envelope, 0.0, 0.0, True)  # late: not held at all
+
+
+def test_codec_refuses_a_malformed_hold():
+    envelope = Envelope("a-b-1", "c-d-2", "ship", 7)
+    for hold, due, ordered in ((-5, 0, True), (1.5, 0, True), (10, 0, 1), ("10", 0, True), (10, -1, True), (1, 2.5, True)):
+        head = orjson.dumps(["a-b-1", "c-d-2", "ship", 7, None, None, hold, due, ordered])
+        with pytest.raises(ValueError):
+            decode_frame(b"N" + len(head).to_bytes(4, "big") + head)
+    assert decode_frame(encode_envelope(envelope))[0] == envelope
 
 
 class Node:
@@ -202,3 +219,80 @@ async def test_a_transport_without_peers_runs_until_stopped():
             assert refused.value.status == 401
     finally:
         await alone.stop()
+
+
+async def test_a_partition_cuts_what_is_already_in_flight(pair):
+    a, b = pair
+    a.transport.send(Envelope("us-east-1", "eu-west-1", "ship", 1))
+    await wait_for(lambda: b.transport.status()["peers"]["us-east-1"]["held"] == 1)  # arrived, not yet due
+    b.transport.set_grudges(["us-east-1"])
+    await wait_for(lambda: b.transport.status()["peers"]["us-east-1"]["refused_by_grudge"] == 1)
+    assert b.inbox == [] and b.transport.status()["peers"]["us-east-1"]["held"] == 0
+
+
+async def test_what_is_in_flight_arrives_after_its_sender_stopped(pair):
+    # The delay is the wire's: the receiver holds an envelope already written, so the sender's end does not take
+    # it back (a real network delivers what left a host that died).
+    a, b = pair
+    started = time.monotonic()
+    a.transport.send(Envelope("us-east-1", "eu-west-1", "ship", 1))
+    await wait_for(lambda: b.transport.status()["peers"]["us-east-1"]["held"] == 1)
+    await a.stop()
+    await wait_for(lambda: len(b.inbox) == 1)
+    assert b.inbox[0][0] - started >= 0.030
+    a.stop = _nothing  # the fixture's stop
+
+
+async def _nothing() -> None:
+    pass
+
+
+async def test_the_receiver_keeps_a_lane_in_order_whatever_the_transit():
+    # Two envelopes of one lane whose holds would swap them (the first's transit took longer): the second waits
+    # for the first; one of another lane, or sent outside its lane's order (a fault's copy), does not.
+    receiver = HttpTransport("eu-west-1", SECRET, {"us-east-1": LinkDelay(30, 0)})
+    inbox: list[int] = []
+    receiver.register("eu-west-1", lambda envelope: inbox.append(envelope.msg_id))
+    frames = [
+        (Envelope("us-east-1", "eu-west-1", "ship", 1, lane=0), 0.060, True),
+        (Envelope("us-east-1", "eu-west-1", "ship", 2, lane=0), 0.020, True),
+        (Envelope("us-east-1", "eu-west-1", "ship", 3, lane=1), 0.030, True),
+        (Envelope("us-east-1", "eu-west-1", "ship", 4, lane=0), 0.010, False),
+    ]
+    started = time.monotonic()
+    for envelope, hold, ordered in frames:  # from another host: held from arrival (their due times mean nothing)
+        receiver._arrived("us-east-1", encode_envelope(envelope, hold, ordered, due=1.0), shared_clock=False)
+    assert receiver.status()["peers"]["us-east-1"]["held"] == 4
+    await wait_for(lambda: len(inbox) == 4)
+    assert time.monotonic() - started >= 0.060
+    assert inbox == [4, 3, 1, 2]
+    receiver._release_timer.close()  # the transport never ran, so its end does not close it
+
+
+async def test_on_one_host_an_envelope_is_due_when_its_sender_said():
+    # The sender's monotonic clock is the receiver's: the delay counts from the send, so the hop's own transit
+    # falls inside it. Here the hold alone would wait 60 s; the due time, 20 ms from now, decides.
+    receiver = HttpTransport("eu-west-1", SECRET, {"us-east-1": LinkDelay(30, 0)})
+    inbox: list[float] = []
+    receiver.register("eu-west-1", lambda envelope: inbox.append(time.monotonic()))
+    due = time.monotonic() + 0.020
+    receiver._arrived("us-east-1", encode_envelope(Envelope("us-east-1", "eu-west-1", "x", 1), 60.0, True, due), True)
+    await wait_for(lambda: len(inbox) == 1, timeout=5.0)
+    assert inbox[0] >= due
+    receiver._release_timer.close()
+
+
+async def test_links_on_one_host_tell_the_receiver_so(pair):
+    a, b = pair
+    a.transport.send(Envelope("us-east-1", "eu-west-1", "ship", 1))
+    await wait_for(lambda: len(b.inbox) == 1)
+    if sys.platform.startswith("linux"):  # elsewhere no boot id tells the host's clock
+        assert host_clock() is not None and b.transport.status()["peers"]["us-east-1"]["same_host_clock"] is True
+    headers = {SECRET_HEADER: SECRET, REGION_HEADER: "us-east-1", CLOCK_HEADER: "another-host"}
+    async with aiohttp.ClientSession() as session, session.ws_connect(b.endpoint + REPLICATION_PATH, headers=headers) as ws:
+        # Another host's clock: a due time of 0 means nothing there, the hold (20 ms from arrival) decides.
+        sent = time.monotonic()
+        await ws.send_bytes(encode_envelope(Envelope("us-east-1", "eu-west-1", "ship", 2), 0.020, True, 0.0))
+        await wait_for(lambda: len(b.inbox) == 2)
+        assert b.inbox[1][0] - sent >= 0.020
+        assert b.transport.status()["peers"]["us-east-1"]["same_host_clock"] is False

@@ -311,3 +311,59 @@ def test_a_planted_refusal_without_confirmation_is_caught_by_the_checker(cluster
 def test_planted_bugs_are_refused_by_name(cluster):
     code, answer = cluster.control(f"{cluster.endpoints[A]}/control/faults", {"planted": ["no-such-bug"]})
     assert code == 400 and "ccf-without-confirmation" in str(answer), answer
+
+
+def test_pipelined_strong_requests_are_answered_in_order_on_one_connection(cluster):
+    # The region's HTTP front answers a strong request once its commit or sync is done, and takes the next request
+    # of the connection only then: pipelined, a write, a strong read of it, an eventual read and a second write
+    # come back in that order, each the answer to its own request.
+    import socket
+    from urllib.parse import urlsplit
+
+    import orjson
+
+    date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    authorization = (
+        f"AWS4-HMAC-SHA256 Credential=AKID/{date[:8]}/{A}/dynamodb/aws4_request, "
+        "SignedHeaders=host;x-amz-date;x-amz-target, Signature=" + "0" * 64
+    )
+
+    def framed(operation: str, body: dict) -> bytes:
+        data = orjson.dumps(body)
+        return (
+            f"POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/x-amz-json-1.0\r\n"
+            f"X-Amz-Target: DynamoDB_20120810.{operation}\r\nAuthorization: {authorization}\r\n"
+            f"X-Amz-Date: {date}\r\nContent-Length: {len(data)}\r\n\r\n"
+        ).encode() + data
+
+    name = fresh("pipelined")
+    requests = [
+        framed("PutItem", {"TableName": TABLE, "Item": {**key(name), "v": {"S": "one"}}, "ReturnValues": "ALL_OLD"}),
+        framed("GetItem", {"TableName": TABLE, "Key": key(name), "ConsistentRead": True}),
+        framed("GetItem", {"TableName": TABLE, "Key": key(name)}),
+        framed("PutItem", {"TableName": TABLE, "Item": {**key(name), "v": {"S": "two"}}, "ReturnValues": "ALL_OLD"}),
+    ]
+    parts = urlsplit(cluster.endpoints[A])
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        started = time.monotonic()
+        sock.sendall(b"".join(requests))
+        buffer, answers = b"", []
+        while len(answers) < len(requests):
+            end = buffer.find(b"\r\n\r\n")
+            if end >= 0:
+                lines = buffer[:end].decode("latin-1").split("\r\n")
+                length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length"))
+                if len(buffer) >= end + 4 + length:
+                    answers.append((int(lines[0].split()[1]), orjson.loads(buffer[end + 4 : end + 4 + length])))
+                    buffer = buffer[end + 4 + length :]
+                    continue
+            chunk = sock.recv(65536)
+            assert chunk, "the region closed the connection"
+            buffer += chunk
+        elapsed = time.monotonic() - started
+    assert [status for status, _ in answers] == [200, 200, 200, 200], answers
+    assert answers[0][1] == {}  # nothing there before the first write
+    assert answers[1][1]["Item"]["v"] == {"S": "one"}
+    assert answers[2][1]["Item"]["v"] == {"S": "one"}
+    assert answers[3][1]["Attributes"]["v"] == {"S": "one"}
+    assert elapsed >= 3 * ROUND_TRIP_S  # two writes and a strong read, one after another: each a round trip

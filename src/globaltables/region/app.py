@@ -42,6 +42,10 @@ log = logging.getLogger("globaltables.region")
 # The answer to an accepted DynamoDB POST, (headers, body, media type) -> (status, body, headers), shared by the
 # aiohttp handler and the HTTP front (http_front.py), which serves the common case without aiohttp's machinery.
 DYNAMODB_ANSWER = web.AppKey("dynamodb_answer", object)
+# The same answer for a region whose requests may wait for other regions (strong mode): (headers, body, media type,
+# done) -> None, and `done(status, body, response headers)` once answered, so the HTTP front serves those regions
+# too, without a task per request.
+DYNAMODB_ANSWER_SOON = web.AppKey("dynamodb_answer_soon", object)
 
 
 async def background_work(app: web.Application) -> AsyncIterator[None]:
@@ -115,13 +119,16 @@ def make_app(
     routes: Iterable[web.AbstractRouteDef] = (),
     answer_async: Callable[[Any, str, bytes, str, bytes], Awaitable[tuple[int, bytes]]] | None = None,
     signing: Any = None,
+    answer_soon: Callable[..., None] | None = None,
 ) -> web.Application:
     """The application serving `engine`. The caller owns the engine and its store (and closes them); serve it with
     `make_runner`.
 
     `routes` (replication and control, region/http_transport.py and control.py) are matched before the catch-all
     DynamoDB handler. `answer_async` replaces `wire.answer` for a region whose writes wait for other regions
-    (strong mode, region/mrsc_host.py); its answers carry no version header. `signing` (signing.RequestSigning)
+    (strong mode, region/mrsc_host.py); its answers carry no version header. `answer_soon` is the same answer
+    in callback form, `answer_soon(headers, query_string, body, path, signed, done)` calling `done(status, body)`,
+    for the HTTP front. `signing` (signing.RequestSigning)
     checks every DynamoDB request's signature; `answer_async` does its own."""
     # aiohttp enforces the size limit itself while reading bodies without a Content-Length (chunked uploads).
     app = web.Application(client_max_size=wire.MAX_REQUEST_BYTES)
@@ -208,6 +215,19 @@ def make_app(
         status, body = await answer_async(headers, query_string, request_body, path, raw)
         return finish(headers, status, body, content_type)
 
+    def answer_post_soon(
+        headers: Mapping[str, str], raw: bytes, content_type: str, done: Callable[[int, bytes, dict[str, str]], None]
+    ) -> None:
+        assert answer_soon is not None
+        try:
+            request_body = decode_request_body(raw, headers.get("Content-Encoding"))
+        except DynamoError as error:
+            done(*finish(headers, *wire.error_answer(error), content_type))
+            return
+        answer_soon(
+            headers, "", request_body, "/", raw, lambda status, body: done(*finish(headers, status, body, content_type))
+        )
+
     def too_large(request: web.Request, content_type: str) -> web.Response:
         response = respond(request, *wire.error_answer(wire.TOO_LARGE), content_type)
         # The unread remainder of the body cannot be skipped cheaply; the connection is not reused.
@@ -216,8 +236,9 @@ def make_app(
 
     app.add_routes(routes)
     app.router.add_route("*", "/{path:.*}", handle)
-    # None: every request must be able to wait (strong mode), so the synchronous HTTP front must not serve any.
+    # None: every request must be able to wait (strong mode); the front then answers through DYNAMODB_ANSWER_SOON.
     app[DYNAMODB_ANSWER] = answer_post if answer_async is None else None
+    app[DYNAMODB_ANSWER_SOON] = answer_post_soon if answer_soon is not None else None
     app.cleanup_ctx.append(background_work)
     app.cleanup_ctx.append(expiry_work)
     return app

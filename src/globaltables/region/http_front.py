@@ -17,6 +17,9 @@ anyway, in aiohttp.
 Theory of operation
 1. Every accepted connection starts here. Requests are taken from the buffer one by one (pipelining works) and
    answered inline, in arrival order; the engine is synchronous, so a request is done when `data_received` returns.
+   A strong-mode region's requests may wait for other regions (app.py `DYNAMODB_ANSWER_SOON`): such a request is
+   answered from a callback once its commit or sync is done, and the connection takes its next request only then,
+   so answers keep the order of the requests. No task is started for it (aiohttp would start one per request).
 2. A request is served here only if its head is strictly well formed (request line exactly `POST / HTTP/1.1`,
    token header names, printable ASCII values, no repeated header, within aiohttp's size limits) with a
    Content-Length no larger than the 16 MiB limit, a JSON media type, and none of Transfer-Encoding, Expect,
@@ -31,8 +34,8 @@ Theory of operation
    cannot start a POST (a TLS handshake, the HTTP/2 preface) is handed over at once, not after 8 KiB.
 4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
 5. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
-   of the region's server lifetime); `close` (at shutdown) closes every connection still here (none has a request
-   in progress: answers are synchronous).
+   of the region's server lifetime); `close` (at shutdown) closes every connection still here. A strong-mode request
+   still waiting then loses its connection, as its client would through aiohttp; its write goes on being resolved.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ log = logging.getLogger("globaltables.region")
 
 # (headers, body, media type) -> (status, body, response headers); app.py's answer to an accepted POST.
 Answer = Callable[[Mapping[str, str], bytes, str], tuple[int, bytes, dict[str, str]]]
+# (headers, body, media type, done) -> None, `done(status, body, response headers)` later: a strong region's answer.
+AnswerSoon = Callable[[Mapping[str, str], bytes, str, Callable[[int, bytes, dict[str, str]], None]], None]
 
 # aiohttp's own limits (RequestHandler defaults): a longer head or more headers goes to aiohttp, which refuses it.
 MAX_HEAD_BYTES = 8190
@@ -86,17 +91,18 @@ class HttpFront:
     """The protocol factory the region listens with (see the module doc); `aiohttp_server` is the runner's server,
     which takes over connections the fast path does not serve."""
 
-    def __init__(self, aiohttp_server: web.Server, answer: Answer | None) -> None:
+    def __init__(self, aiohttp_server: web.Server, answer: Answer | None, answer_soon: AnswerSoon | None = None) -> None:
         self.aiohttp_server = aiohttp_server
         self.aiohttp_handler = http_errors.handler_factory(aiohttp_server)  # a connection aiohttp serves
         self.answer = answer
+        self.answer_soon = answer_soon
         self.loop = asyncio.get_running_loop()
         self.connections: set[FastConnection] = set()
         self._date_second = -1
         self._date = ""
 
     def __call__(self) -> asyncio.Protocol:
-        if self.answer is None:  # an app without the synchronous answer (a strong region): aiohttp serves it all
+        if self.answer is None and self.answer_soon is None:  # an app without either answer: aiohttp serves it all
             return self.aiohttp_handler()
         return FastConnection(self)
 
@@ -123,13 +129,15 @@ class HttpFront:
 
 
 class FastConnection(asyncio.Protocol):
-    __slots__ = ("buffer", "front", "idle_since", "paused", "transport")
+    __slots__ = ("buffer", "front", "idle_since", "paused", "serving", "transport", "waiting")
 
     def __init__(self, front: HttpFront) -> None:
         self.front = front
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.paused = False
+        self.waiting = False  # a strong-mode request is being answered: the next one waits for it (rule 1)
+        self.serving = False  # inside `_serve`: an answer that comes at once lets that loop go on
         self.idle_since = front.loop.time()
 
     def connection_made(self, transport) -> None:
@@ -155,11 +163,12 @@ class FastConnection(asyncio.Protocol):
         self.paused = False
         if self.transport is not None:
             self.transport.resume_reading()
-            self._serve()
+            if not self.waiting:
+                self._serve()
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        if not self.paused:
+        if not self.paused and not self.waiting:
             self._serve()
 
     def close(self) -> None:
@@ -169,8 +178,15 @@ class FastConnection(asyncio.Protocol):
     def _serve(self) -> None:
         """Answer every complete request in the buffer, or hand the connection to aiohttp at the first one this
         front does not serve."""
+        self.serving = True
+        try:
+            self._serve_buffer()
+        finally:
+            self.serving = False
+
+    def _serve_buffer(self) -> None:
         buffer = self.buffer
-        while buffer and not self.paused and self.transport is not None:
+        while buffer and not self.paused and not self.waiting and self.transport is not None:
             end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
             if end < 0:
                 if len(buffer) > MAX_HEAD_BYTES + 3 or not _POST.startswith(buffer[:5]):
@@ -211,17 +227,40 @@ class FastConnection(asyncio.Protocol):
     def _respond(self, headers: Headers, raw: bytes, media: str) -> None:
         front = self.front
         try:
-            status, body, response_headers = front.answer(headers, raw, media)
-            lines = [_STATUS_LINES[status]]
-            lines.extend(f"{name}: {value}\r\n" for name, value in response_headers.items())
-            lines.append(f"Content-Length: {len(body)}\r\nDate: {front.date()}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n")
-            self.transport.write("".join(lines).encode() + body)
+            if front.answer is None:  # a strong region's: answered from `_answered`, maybe later
+                self.waiting = True
+                front.answer_soon(headers, raw, media, self._answered)  # type: ignore[misc]
+                return
+            self._write(*front.answer(headers, raw, media))
         except Exception:  # a bug here: drop the connection (as aiohttp does on a handler crash), keep serving others
-            log.exception("HTTP front failed to answer a request")
-            self.buffer.clear()  # pipelined requests behind it go unanswered, with the connection
-            self.transport.abort()
+            self._fail()
+
+    def _answered(self, status: int, body: bytes, response_headers: dict[str, str]) -> None:
+        self.waiting = False
+        if self.transport is None:  # closed meanwhile (shutdown, or the client left)
             return
+        try:
+            self._write(status, body, response_headers)
+        except Exception:
+            self._fail()
+            return
+        if not self.serving and not self.paused:  # answered later: take the requests that arrived meanwhile
+            self._serve()
+
+    def _write(self, status: int, body: bytes, response_headers: dict[str, str]) -> None:
+        front = self.front
+        lines = [_STATUS_LINES[status]]
+        lines.extend(f"{name}: {value}\r\n" for name, value in response_headers.items())
+        lines.append(f"Content-Length: {len(body)}\r\nDate: {front.date()}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n")
+        self.transport.write("".join(lines).encode() + body)
         self.idle_since = front.loop.time()
+
+    def _fail(self) -> None:
+        log.exception("HTTP front failed to answer a request")
+        self.buffer.clear()  # pipelined requests behind it go unanswered, with the connection
+        self.waiting = False
+        if self.transport is not None:
+            self.transport.abort()
 
     def _hand_over(self) -> None:
         """Give this connection, from the start of the current request, to aiohttp for the rest of its life."""

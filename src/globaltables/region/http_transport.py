@@ -7,14 +7,29 @@ its envelopes for that peer over it, in order; it reads nothing back from it. An
 over the peer's own outbound socket. So a (source, destination) pair is exactly one ordered byte stream, and a
 region's inbound sockets only ever receive.
 
-Latency is a pipeline delay applied by the sender before writing (docs/replication.md, "Transport and latency"):
-an envelope sent at `t` on lane `l` of the link to `d` is written at
+Latency is a pipeline delay (docs/replication.md, "Transport and latency"): an envelope sent at `t` on lane `l` of
+the link to `d` is delivered at
 
     due = max(t + latency_ms + U(0, jitter_ms), last due on (d, l))
 
 so many envelopes are in flight at once, nothing arrives before the latency floor, and jitter never reorders a
-lane (different lanes may overtake each other). Pending envelopes wait in one heap per destination, ordered by
-(due, send order). Timers use the unskewed monotonic clock; skewing a region's wall clock never moves them.
+lane (different lanes may overtake each other). The sender decides `due` (the link's delay, its faults, the lane
+order) and writes the envelope at once, stamped with `due` and with how long it must still be held (`due` minus
+the time of writing); the receiver holds it until then and delivers it. A receiver on the sender's host (the
+upgrade request's `x-globaltables-clock` names the sender's kernel clock, the boot id, and it is the receiver's)
+delivers at `due` itself, the instant on their common monotonic clock: the delay replaces the hop's own transit on
+the loopback instead of adding to it. Across hosts the receiver holds the rest of the delay from the envelope's
+arrival, so the real network's transit adds to the modelled one. Why at the receiver: the delay is
+the wire's, and emulating it where the envelope lands makes a hop one wake-up at its due time (a precise timer,
+precise_timer.py) with the envelope already read and decoded, instead of a wake-up of the sender at `due`, a
+write, and a wake-up of the receiver to read: on a busy machine each wake-up waits for a CPU, and a strong write
+pays two hops (docs/mrsc.md). Messages in flight are held by their receiver, as on a real wire: a sender that
+dies after writing does not take them back, and a receiver that dies loses them.
+Envelopes not yet written (the link down, or stalled) wait in one heap per destination, ordered by (due, send
+order); written late, they are held only what is left of their delay. Held envelopes wait in one heap per
+transport, ordered by (delivery time, arrival order); an envelope held behind an earlier one of its lane (their
+transit times differed) waits for it. Timers use the unskewed monotonic clock; skewing a region's wall clock never
+moves them.
 
 Rules
 1. `send` never blocks and never raises for network trouble (runtime.transport): while the peer is unreachable,
@@ -25,14 +40,16 @@ Rules
    WebSocket upgrade, one from a region not in the topology with 403; neither reaches the replication core. An
    inbound envelope whose `src` is not the authenticated region is dropped (and counted).
 3. Faults act here. Partitions are grudges held by the receiver (Jepsen): envelopes from a refused sender are
-   dropped on arrival, so messages already in flight when the partition starts are cut too. Latency overrides
+   dropped when they are due, so messages already in flight when the partition starts are cut too. Latency overrides
    replace the topology's delay of an outbound link until `heal`. Link faults (runtime.link, region.link_faults:
    delay distribution, loss, bursts, duplication, reordering, bandwidth, stall) act in `send` on every envelope, acks
    included, so a fault on the link d -> s also delays or loses s's acknowledgements.
 
 Wire format of one envelope (one binary WebSocket message): a kind byte, the 4-byte big-endian length of the JSON
-header `[src, dest, kind, msg_id, in_reply_to, lane]`, the header, then the body: raw bytes (`B`), JSON (`J`) or
-nothing (`N`).
+header `[src, dest, kind, msg_id, in_reply_to, lane, hold_us, due_us, ordered]`, the header, then the body: raw
+bytes (`B`), JSON (`J`) or nothing (`N`). `hold_us` is how long the receiver holds the envelope (microseconds, from
+its arrival), `due_us` when it is due on the sender's monotonic clock (microseconds); `ordered` is false for a
+fault's copy sent outside its lane's order (a duplicate, a reordered message).
 """
 
 from __future__ import annotations
@@ -56,10 +73,14 @@ from aiohttp import web
 from ..runtime.link import LinkSettings
 from ..runtime.transport import REGION_HEADER, SECRET_HEADER, Envelope, ReceiveHandler
 from .link_faults import NO_FAULT, LinkFaultState
+from .precise_timer import PreciseTimer
 
 log = logging.getLogger("globaltables.replication.transport")
 
 REPLICATION_PATH = "/replication"
+# On a link's upgrade request: the connecting side's kernel clock (its boot id), when its transport's clock is the
+# host's monotonic clock. A receiver whose clock it is delivers at the envelopes' due times (module doc).
+CLOCK_HEADER = "x-globaltables-clock"
 
 
 
@@ -92,10 +113,15 @@ class LinkDelay:
 _BYTES, _JSON, _NONE = b"B", b"J", b"N"
 
 
-def encode_envelope(envelope: Envelope) -> bytes:
+def encode_envelope(envelope: Envelope, hold_s: float = 0.0, ordered: bool = True, due: float = 0.0) -> bytes:
+    """One WebSocket message: `envelope`, to be held `hold_s` by its receiver, due at `due` on the sender's
+    monotonic clock (see the module doc)."""
     head = orjson.dumps(
-        [envelope.src, envelope.dest, envelope.kind, envelope.msg_id, envelope.in_reply_to, envelope.lane]
-    )
+        [
+            envelope.src, envelope.dest, envelope.kind, envelope.msg_id, envelope.in_reply_to, envelope.lane,
+            max(0, round(hold_s * 1e6)), max(0, round(due * 1e6)), ordered,
+        ]
+    )  # fmt: skip
     body = envelope.body
     if body is None:
         kind, payload = _NONE, b""
@@ -108,13 +134,21 @@ def encode_envelope(envelope: Envelope) -> bytes:
 
 def decode_envelope(data: bytes) -> Envelope:
     """The envelope in one WebSocket message; ValueError when it is not one."""
+    return decode_frame(data)[0]
+
+
+def decode_frame(data: bytes) -> tuple[Envelope, float, float, bool]:
+    """(envelope, seconds to hold it, when it is due on the sender's clock, in its lane's order) of one WebSocket
+    message; ValueError when it is not one."""
     if len(data) < 5:
         raise ValueError("truncated envelope")
     kind, size = data[:1], int.from_bytes(data[1:5], "big")
     head = orjson.loads(data[5 : 5 + size])
-    if not isinstance(head, list) or len(head) != 6:
+    if not isinstance(head, list) or len(head) != 9:
         raise ValueError("malformed envelope header")
-    src, dest, message_kind, msg_id, in_reply_to, lane = head
+    src, dest, message_kind, msg_id, in_reply_to, lane, hold_us, due_us, ordered = head
+    if type(hold_us) is not int or hold_us < 0 or type(due_us) is not int or due_us < 0 or type(ordered) is not bool:
+        raise ValueError("malformed envelope header")
     payload = data[5 + size :]
     if kind == _BYTES:
         body: Any = payload
@@ -124,7 +158,19 @@ def decode_envelope(data: bytes) -> Envelope:
         body = None
     else:
         raise ValueError(f"unknown envelope body kind {kind!r}")
-    return Envelope(src, dest, message_kind, msg_id, in_reply_to, body, lane)
+    return Envelope(src, dest, message_kind, msg_id, in_reply_to, body, lane), hold_us / 1e6, due_us / 1e6, ordered
+
+
+def host_clock() -> str | None:
+    """This host's kernel clock identity (the boot id: every process of one booted kernel reads the same
+    CLOCK_MONOTONIC, which `time.monotonic()` is), or None where it cannot be told."""
+    if time.get_clock_info("monotonic").implementation != "clock_gettime(CLOCK_MONOTONIC)":
+        return None
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+            return file.read().strip() or None
+    except OSError:
+        return None
 
 
 async def _close_quickly(ws: aiohttp.ClientWebSocketResponse | web.WebSocketResponse) -> None:
@@ -162,7 +208,7 @@ class _Outbound:
         self.baseline = delay  # the topology's delay; `delay` may be overridden by a fault until heal
         self.delay = delay
         self.endpoint = endpoint
-        self.heap: list[tuple[float, int, Envelope]] = []
+        self.heap: list[tuple[float, int, Envelope, bool]] = []  # (due, send order, envelope, in lane order)
         self.lane_due: dict[int, float] = {}
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self.wake = asyncio.Event()
@@ -225,10 +271,21 @@ class HttpTransport:
         self._session: aiohttp.ClientSession | None = None
         self._closing = False
         self._inbound: set[web.WebSocketResponse] = set()
+        # Received envelopes held until due: (delivery time, arrival order, source, envelope); the delivery time of
+        # each (source, lane)'s last ordered envelope; how many each source has held; the timer of the earliest.
+        self._held: list[tuple[float, int, str, Envelope]] = []
+        self._lane_release: dict[tuple[str, Any], float] = {}
+        self.held: dict[str, int] = dict.fromkeys(self._outbound, 0)
+        self.dropped_held: dict[str, int] = dict.fromkeys(self._outbound, 0)  # a source past max_queue held
+        self._release_timer: PreciseTimer | None = None
+        self._release_at: float | None = None
+        # The host's clock, when the transport's clock is it: offered to peers, and compared with theirs.
+        self._clock = host_clock() if monotonic is time.monotonic else None
         self.grudges: frozenset[str] = frozenset()  # senders this region refuses to hear (a partition)
         self.received: dict[str, int] = dict.fromkeys(self._outbound, 0)
         self.refused: dict[str, int] = dict.fromkeys(self._outbound, 0)  # dropped by a grudge
         self.inbound_connections: dict[str, int] = dict.fromkeys(self._outbound, 0)
+        self.shared_clock: dict[str, bool | None] = dict.fromkeys(self._outbound)  # its latest inbound link's
         self.rejected_requests = 0  # unauthenticated or unknown-region connection attempts
         self.bad_messages = 0
 
@@ -270,10 +327,10 @@ class HttpTransport:
             if fault.duplicate and self._rng.random() < fault.duplicate:
                 faults.duplicated += 1  # a second copy, with its own delay, outside the lane order
                 copy_due = now + delay.latency_ms / 1000.0 + faults.extra_s(delay.jitter_ms)
-                self._push(out, copy_due, envelope)
+                self._push(out, copy_due, envelope, ordered=False)
             if fault.reorder and self._rng.random() < fault.reorder:
                 faults.reordered += 1  # held back outside the lane order: later messages overtake it
-                self._push(out, due + fault.reorder_ms / 1000.0, envelope)
+                self._push(out, due + fault.reorder_ms / 1000.0, envelope, ordered=False)
                 return
         lane = envelope.lane
         previous = out.lane_due.get(lane)
@@ -282,10 +339,10 @@ class HttpTransport:
         out.lane_due[lane] = due
         self._push(out, due, envelope)
 
-    def _push(self, out: _Outbound, due: float, envelope: Envelope) -> None:
+    def _push(self, out: _Outbound, due: float, envelope: Envelope, ordered: bool = True) -> None:
         heap = out.heap
-        heapq.heappush(heap, (due, next(self._sequence), envelope))
-        if heap[0][2] is envelope:  # the new earliest deadline: the writer must re-arm its timer
+        heapq.heappush(heap, (due, next(self._sequence), envelope, ordered))
+        if len(heap) == 1:  # the writer writes whatever is queued; it waits only on an empty heap
             out.wake.set()
 
     # ------------------------------------------------------------------------------------------- lifecycle
@@ -308,6 +365,12 @@ class HttpTransport:
                 out.ws = None
             await asyncio.gather(*(_close_quickly(ws) for ws in sockets))
             await self._session.close()
+            # What was in flight to this region is lost with it.
+            self._held.clear()
+            self.held = dict.fromkeys(self.held, 0)
+            if self._release_timer is not None:
+                self._release_timer.close()
+                self._release_timer = None
 
     def set_endpoint(self, peer: str, endpoint: str | None) -> None:
         """Where `peer` listens (learned from the topology, the state file or the control API)."""
@@ -358,6 +421,9 @@ class HttpTransport:
                 peer: {
                     **out.status(now),
                     "received": self.received[peer],
+                    "held": self.held[peer],
+                    "dropped_held": self.dropped_held[peer],
+                    "same_host_clock": self.shared_clock[peer],
                     "refused_by_grudge": self.refused[peer],
                     "inbound_connections": self.inbound_connections[peer],
                 }
@@ -396,19 +462,16 @@ class HttpTransport:
                     out.ws = ws
                     link.create_task(self._watch(out, ws), name=f"replication-watch-{out.dest}")
                 heap = out.heap
-                now = self._monotonic()
-                stalled = out.faults.fault.stalled  # a stalled stream writes nothing; its backlog drains on resume
-                if stalled or not heap or heap[0][0] > now:
+                faults = out.faults  # a stalled stream writes nothing; its backlog drains on resume
+                if faults.fault.stalled or not heap:
                     out.wake.clear()
-                    timeout = None if stalled or not heap else heap[0][0] - now
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(timeout):
-                            await out.wake.wait()
+                    await out.wake.wait()
                     continue
                 try:
-                    while heap and heap[0][0] <= now and out.ws is ws:  # not past a set_endpoint
-                        envelope = heap[0][2]
-                        await ws.send_bytes(encode_envelope(envelope))
+                    # Everything queued goes at once, each stamped with what is left of its delay (module doc).
+                    while heap and out.ws is ws and not faults.fault.stalled:  # not past a set_endpoint
+                        due, _order, envelope, ordered = heap[0]
+                        await ws.send_bytes(encode_envelope(envelope, due - self._monotonic(), ordered, due))
                         heapq.heappop(heap)
                         out.sent += 1
                 except (ConnectionError, aiohttp.ClientError, RuntimeError) as error:
@@ -423,6 +486,8 @@ class HttpTransport:
         assert self._session is not None and out.endpoint is not None
         url = out.endpoint.rstrip("/") + REPLICATION_PATH
         headers = {SECRET_HEADER: self._secret.decode(), REGION_HEADER: self.region}
+        if self._clock is not None:
+            headers[CLOCK_HEADER] = self._clock
         try:
             ws = await self._session.ws_connect(url, headers=headers, max_msg_size=MAX_MESSAGE_BYTES, autoping=True)
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
@@ -465,6 +530,8 @@ class HttpTransport:
         if source not in self._outbound:
             self.rejected_requests += 1
             return web.json_response({"error": f"{source!r} is not a peer region of {self.region}"}, status=403)
+        shared_clock = self._clock is not None and request.headers.get(CLOCK_HEADER) == self._clock
+        self.shared_clock[source] = shared_clock
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE_BYTES, autoping=True)
         await ws.prepare(request)
         self._inbound.add(ws)
@@ -473,15 +540,17 @@ class HttpTransport:
             async for message in ws:
                 if message.type != aiohttp.WSMsgType.BINARY:
                     continue
-                self._deliver(source, message.data)
+                self._arrived(source, message.data, shared_clock)
         finally:
             self._inbound.discard(ws)
         return ws
 
-    def _deliver(self, source: str, data: bytes) -> None:
+    def _arrived(self, source: str, data: bytes, shared_clock: bool = False) -> None:
+        """An envelope off the wire: held until it is due (module doc), then `_deliver`ed. `shared_clock`: the
+        sender's monotonic clock is this transport's (the same host)."""
         try:
-            envelope = decode_envelope(data)
-        except (ValueError, orjson.JSONDecodeError) as error:
+            envelope, hold_s, due, ordered = decode_frame(data)
+        except (ValueError, TypeError, orjson.JSONDecodeError) as error:
             self.bad_messages += 1
             log.warning("undecodable replication message from %s: %s", source, error)
             return
@@ -489,6 +558,48 @@ class HttpTransport:
             self.bad_messages += 1
             log.warning("dropping %r received on the link from %s", envelope, source)
             return
+        if self._closing:  # shutting down: what is in flight is lost with this region
+            return
+        if self.held[source] >= self._max_queue:
+            self.dropped_held[source] += 1
+            return
+        release = due if shared_clock else self._monotonic() + hold_s
+        if ordered:  # never before an earlier envelope of its lane, whose transit took longer
+            lane = (source, envelope.lane)
+            release = max(release, self._lane_release.get(lane, release))
+            self._lane_release[lane] = release
+        self.held[source] += 1
+        heapq.heappush(self._held, (release, next(self._sequence), source, envelope))
+        self._release()
+
+    def _release(self) -> None:
+        """Deliver every held envelope that is due, in (delivery time, arrival) order; re-arm for the next."""
+        held = self._held
+        now = self._monotonic()
+        while held and held[0][0] <= now:
+            _release, _order, source, envelope = heapq.heappop(held)
+            self.held[source] -= 1
+            self._deliver(source, envelope)
+        at = held[0][0] if held else None
+        if at == self._release_at:
+            return
+        self._release_at = at
+        timer = self._release_timer
+        if timer is None:
+            if at is None:
+                return
+            timer = self._release_timer = PreciseTimer(self._timer_fired)
+        timer.arm(None if at is None else self._wall_monotonic(at, now))
+
+    def _timer_fired(self) -> None:
+        self._release_at = None
+        self._release()
+
+    def _wall_monotonic(self, due: float, now: float) -> float:
+        """`due` on `time.monotonic()`'s scale (the timer's), from the transport's clock, which read `now`."""
+        return due if self._monotonic is time.monotonic else time.monotonic() + (due - now)
+
+    def _deliver(self, source: str, envelope: Envelope) -> None:
         if source in self.grudges:
             self.refused[source] += 1
             return

@@ -32,7 +32,7 @@ from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
 from ..runtime.task_owner import task_owner
 from . import capacity_metrics
-from .app import DYNAMODB_ANSWER, make_app, make_runner, metrics_route
+from .app import DYNAMODB_ANSWER, DYNAMODB_ANSWER_SOON, make_app, make_runner, metrics_route
 from .host_base import RegionHost
 from .http_front import HttpFront
 from .replication_host import ReplicationSettings
@@ -140,7 +140,7 @@ async def serve_store(config: RegionConfig) -> None:
         # The HTTP front answers plain DynamoDB requests itself and hands every other connection to the runner's
         # aiohttp server (http_front.py).
         assert runner.server is not None
-        front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER))
+        front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER), app.get(DYNAMODB_ANSWER_SOON))
         loop = asyncio.get_running_loop()
         server = None
         try:

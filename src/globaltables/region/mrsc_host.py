@@ -5,7 +5,8 @@ Theory of operation (cores step, hosts loop, as region/replication_host.py):
 - The node is sans-I/O. Every call into it (`submit_write`, `submit_read`, `on_message`, `poll`) returns envelopes,
   which go to the transport, and may complete client operations, collected with `take_completions()` and handed to
   the futures the waiting requests await. A poller task sleeps until the node's `next_deadline()` (or a wake-up).
-- The seam between the synchronous engine and the protocol is `answer` (app.py's `answer_async`), which drives
+- The seam between the synchronous engine and the protocol is `answer_soon` (app.py's `answer_soon`, which the
+  HTTP front calls; `answer` awaits it for aiohttp's handler, app.py's `answer_async`), which drives
   the sans-I/O request path of mrsc_requests.py (shared with the pytest kit's simulated harness): wire checks as
   `wire.answer`, then a write on a strong table is validated by the engine (engine/strong_requests.py), each item
   write submitted to the node, and the request answered only once the node reports the outcome: "ok" (committed
@@ -14,7 +15,8 @@ Theory of operation (cores step, hosts loop, as region/replication_host.py):
   started). A strongly consistent GetItem syncs first (`submit_read`), a strongly consistent Query or Scan
   range-syncs its item collection or table first (`submit_range_read`), then each reads locally. Everything else
   goes to the engine as usual (eventually consistent reads are local). Here each node operation is a future,
-  answered "in-doubt" if the node has not completed it a guard's time after its own bound.
+  answered "in-doubt" if the node has not completed it a guard's time after its own bound; the request resumes
+  from the futures' callbacks, so no task is started per request or operation.
 - A witness runs the same node (member only, over a store without tables) and answers client data-plane requests
   with ResourceNotFoundException: it serves no table data.
 - Before serving, the topology's declared tables exist on every replica and are marked strong (engine/strong.py
@@ -28,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -149,40 +151,79 @@ class MrscHost(RegionHost):
                 async with asyncio.timeout(None if deadline is None else deadline - now):
                     await wake.wait()
 
-    async def _await(self, submit, timeout_ms: float) -> tuple[str, Any]:
-        """Submit one operation to the node (`submit(op_id, now)`) and wait for its outcome."""
+    def _submit(self, submit, timeout_ms: float) -> asyncio.Future:
+        """Submit one operation to the node (`submit(op_id, now)`): the future of its outcome, answered "in-doubt"
+        by a guard timer if the node has not completed it a guard's time after its own bound. The Propose or Sync
+        leaves now, in the request's own step (no task is started per operation: each would cost the request a
+        turn of the loop before its first message, and another before its answer)."""
         self._next_op += 1
         op_id = self._next_op
-        future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
         self._waiting[op_id] = future
+        guard = loop.call_later(timeout_ms / 1000 + GUARD_S, self._give_up, op_id)
+        future.add_done_callback(lambda _done: guard.cancel())
         self._run(submit(op_id, time.monotonic()))
-        try:
-            async with asyncio.timeout(timeout_ms / 1000 + GUARD_S):
-                return await future
-        except TimeoutError:
-            self._waiting.pop(op_id, None)
+        return future
+
+    def _give_up(self, op_id: int) -> None:
+        future = self._waiting.pop(op_id, None)
+        if future is not None and not future.done():
             log.error("mrsc operation %s not completed by the node in time", op_id)
-            return "in-doubt", None
+            future.set_result(("in-doubt", None))
 
     # --------------------------------------------------------------------------------------- the requests
+
+    def answer_soon(
+        self,
+        headers: Mapping[str, str],
+        query_string: str,
+        raw: bytes,
+        path: str = "/",
+        signed: bytes | None = None,
+        done: Callable[[int, bytes], None] = lambda status, body: None,
+    ) -> None:
+        """Answer a DynamoDB request (app.py `answer_soon`): the request path of mrsc_requests.py, whose node
+        operations are submitted together; `done(status, body)` once it is answered, from a callback of the loop
+        (or at once, for a request answered locally). No task per request: the HTTP front (http_front.py) writes
+        the answer from `done`. Never raises."""
+        self._drive(self.requests.answer(headers, query_string, raw, path, signed), None, done)
 
     async def answer(
         self, headers: Mapping[str, str], query_string: str, raw: bytes, path: str = "/", signed: bytes | None = None
     ) -> tuple[int, bytes]:
-        """(status, body) of a DynamoDB request (app.py `answer_async`): the request path of mrsc_requests.py, whose
-        node operations are submitted together and awaited here. Never raises."""
-        steps = self.requests.answer(headers, query_string, raw, path, signed)
+        """(status, body) of a DynamoDB request, for the aiohttp handler (app.py `answer_async`). Never raises."""
+        answered = asyncio.get_running_loop().create_future()
+        self.answer_soon(headers, query_string, raw, path, signed, lambda *answer: answered.set_result(answer))
+        return await answered
+
+    def _drive(self, steps: Any, outcomes: list | None, done: Callable[[int, bytes], None]) -> None:
+        """Run the request path to its next wait (submitting its operations: the Propose or Sync leaves now) or
+        to its answer; resumed when the last outcome of a wait is in."""
         try:
-            waits = next(steps)
+            waits = next(steps) if outcomes is None else steps.send(outcomes)
             while True:
                 try:
-                    outcomes = await asyncio.gather(*(self._await(wait.submit, wait.timeout_ms) for wait in waits))
-                except Exception as error:  # noqa: BLE001 - a bug under the node: answered 500 (and logged) below
+                    futures = [self._submit(wait.submit, wait.timeout_ms) for wait in waits]
+                except Exception as error:  # noqa: BLE001 - a bug under the node: answered 500 (and logged) there
                     waits = steps.throw(error)
-                else:
-                    waits = steps.send(list(outcomes))
-        except StopIteration as done:
-            return done.value
+                    continue
+                missing = [future for future in futures if not future.done()]
+                if not missing:  # all completed at once (a refused write)
+                    waits = steps.send([future.result() for future in futures])
+                    continue
+                left = [len(missing)]
+
+                def arrived(_future: asyncio.Future, futures=futures, left=left) -> None:
+                    left[0] -= 1
+                    if not left[0]:
+                        self._drive(steps, [future.result() for future in futures], done)
+
+                for future in missing:  # each has its own guard (`_submit`): none waits for ever
+                    future.add_done_callback(arrived)
+                return
+        except StopIteration as finished:
+            done(*finished.value)
 
     # ------------------------------------------------------------------------------------------------ wakeups
 
@@ -231,5 +272,6 @@ def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Applicat
         ttl_sweep_interval_s=config.ttl_sweep_interval_s,
         routes=[host.transport.route(), *control.routes(host)],  # type: ignore[arg-type]
         answer_async=host.answer,
+        answer_soon=host.answer_soon,
     )
     return engine, app, host

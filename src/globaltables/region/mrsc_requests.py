@@ -40,7 +40,7 @@ from ..engine.errors import (
     ResourceNotFoundException,
     UnknownOperationException,
 )
-from ..engine.operations import query
+from ..engine.operations import get_item, query
 from ..engine.strong_membership import converting
 from ..replication.mrsc.config import MrscConfig
 from ..runtime.transport import Envelope
@@ -181,11 +181,10 @@ class MrscRequests:
 
     def _strong_get(self, request: dict) -> Steps:
         engine = self.engine
-        engine.handle("GetItem", request)  # every check of the request, before the round trip
-        table = engine.tables[request["TableName"]]
+        # Every check of the request before the round trip, without reading the item the Sync may replace.
+        table, _pk, _sk, key, _paths = get_item.check(engine, request)
         if converting(table):  # empty, and nothing is written anywhere until the conversion is done
             return engine.handle("GetItem", request)
-        _pk, _sk, key = table.key.key_from_request(request["Key"])
         self.counts["strong_reads"] += 1
         node = self.node
         ((outcome, _detail),) = yield [

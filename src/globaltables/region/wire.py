@@ -213,10 +213,15 @@ def check_authentication(headers: Mapping[str, str], query_string: str) -> None:
 
 def authenticate(headers: Mapping[str, str], query_string: str, raw: bytes, signing: Any, path: str = "/") -> None:
     """Step 5: the authorization's shape, then the region's signing checks (`signing.RequestSigning`, or None for
-    hosts without a real clock: the simulator), over the body bytes exactly as sent."""
-    check_authentication(headers, query_string)
-    if signing is not None:
-        signing.verify(headers, query_string, raw, path)
+    hosts without a real clock: the simulator), over the body bytes exactly as sent. The common shape of header is
+    parsed once, for both (`common_authorization`)."""
+    if signing is None:
+        check_authentication(headers, query_string)
+        return
+    auth = signing.common_authorization(headers, query_string)
+    if auth is None:
+        check_authentication(headers, query_string)
+    signing.verify(headers, query_string, raw, path, auth)
 
 
 # ---------------------------------------------------------------------------------------------- the dispatch

@@ -20,11 +20,13 @@ FIELDS = {
 }
 
 
-def handle(engine, request: dict) -> Answer:
+def check(engine, request: dict) -> tuple:
+    """Every check of a GetItem, without reading: (table, pk, sk, key, projection paths or None). A strong read
+    checks first and reads once its Sync is done (region/mrsc_requests.py)."""
     check_request(request, FIELDS)
     legacy.check_fields(request, legacy.GET_FIELDS)
     table = engine.table(request["TableName"])
-    pk, sk, _key = table.key.key_from_request(request["Key"])
+    pk, sk, key = table.key.key_from_request(request["Key"])
     ctx = expression_context(request, "ProjectionExpression", legacy=("AttributesToGet",))
     paths = None
     if request.get("ProjectionExpression") is not None:
@@ -32,6 +34,11 @@ def handle(engine, request: dict) -> Answer:
     elif request.get("AttributesToGet") is not None:
         paths = legacy.projection(request["AttributesToGet"])
     ctx.check_unused()
+    return table, pk, sk, key, paths
+
+
+def handle(engine, request: dict) -> Answer:
+    table, pk, sk, _key, paths = check(engine, request)
     version = None
     throughput = engine.throughput
     size = -1  # not known yet
