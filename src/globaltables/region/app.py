@@ -42,6 +42,8 @@ log = logging.getLogger("globaltables.region")
 # The answer to an accepted DynamoDB POST, (headers, body, media type) -> (status, body, headers), shared by the
 # aiohttp handler and the HTTP front (http_front.py), which serves the common case without aiohttp's machinery.
 DYNAMODB_ANSWER = web.AppKey("dynamodb_answer", object)
+# (headers, media type) -> the framed InternalServerError answer of a write whose group commit failed (group_commit.py).
+FAILED_ANSWER = web.AppKey("failed_answer", object)
 
 
 async def background_work(app: web.Application) -> AsyncIterator[None]:
@@ -208,6 +210,9 @@ def make_app(
         status, body = await answer_async(headers, query_string, request_body, path, raw)
         return finish(headers, status, body, content_type)
 
+    def failed_answer(headers: Mapping[str, str], content_type: str) -> tuple[int, bytes, dict[str, str]]:
+        return finish(headers, 500, wire.INTERNAL_ERROR_BODY, content_type)
+
     def too_large(request: web.Request, content_type: str) -> web.Response:
         response = respond(request, *wire.error_answer(wire.TOO_LARGE), content_type)
         # The unread remainder of the body cannot be skipped cheaply; the connection is not reused.
@@ -218,6 +223,7 @@ def make_app(
     app.router.add_route("*", "/{path:.*}", handle)
     # None: every request must be able to wait (strong mode), so the synchronous HTTP front must not serve any.
     app[DYNAMODB_ANSWER] = answer_post if answer_async is None else None
+    app[FAILED_ANSWER] = failed_answer
     app.cleanup_ctx.append(background_work)
     app.cleanup_ctx.append(expiry_work)
     return app

@@ -30,7 +30,11 @@ Theory of operation
    outside the common case is aiohttp's, with its error answers in DynamoDB's shape (http_errors.py). A buffer that
    cannot start a POST (a TLS handshake, the HTTP/2 preface) is handed over at once, not after 8 KiB.
 4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
-5. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
+5. Group commit (group_commit.py): with a committer, a write request (`GROUPED_TARGETS`) is queued to it rather
+   than answered inline, and so is any request while the committer has work queued (a connection's answers stay
+   in its requests' order, and a read waits for the writes before it to be durable); the answer is written when
+   the committer delivers it. A connection with answers still owed is not handed to aiohttp until they are written.
+6. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
    of the region's server lifetime); `close` (at shutdown) closes every connection still here (none has a request
    in progress: answers are synchronous).
 """
@@ -50,11 +54,14 @@ from aiohttp import web
 from aiohttp.http import SERVER_SOFTWARE
 
 from . import http_errors, wire
+from .group_commit import GROUPED_TARGETS, GroupCommit
 
 log = logging.getLogger("globaltables.region")
 
 # (headers, body, media type) -> (status, body, response headers); app.py's answer to an accepted POST.
 Answer = Callable[[Mapping[str, str], bytes, str], tuple[int, bytes, dict[str, str]]]
+# (headers, media type) -> the framed InternalServerError answer of a request whose group commit failed.
+FailedAnswer = Callable[[Mapping[str, str], str], tuple[int, bytes, dict[str, str]]]
 
 # aiohttp's own limits (RequestHandler defaults): a longer head or more headers goes to aiohttp, which refuses it.
 MAX_HEAD_BYTES = 8190
@@ -86,10 +93,18 @@ class HttpFront:
     """The protocol factory the region listens with (see the module doc); `aiohttp_server` is the runner's server,
     which takes over connections the fast path does not serve."""
 
-    def __init__(self, aiohttp_server: web.Server, answer: Answer | None) -> None:
+    def __init__(
+        self,
+        aiohttp_server: web.Server,
+        answer: Answer | None,
+        committer: GroupCommit | None = None,
+        failed_answer: FailedAnswer | None = None,
+    ) -> None:
         self.aiohttp_server = aiohttp_server
         self.aiohttp_handler = http_errors.handler_factory(aiohttp_server)  # a connection aiohttp serves
         self.answer = answer
+        self.committer = committer if failed_answer is not None else None
+        self.failed_answer = failed_answer
         self.loop = asyncio.get_running_loop()
         self.connections: set[FastConnection] = set()
         self._date_second = -1
@@ -122,14 +137,42 @@ class HttpFront:
             connection.close()
 
 
+class Queued:
+    """A request of a connection queued to the committer (group_commit.Work)."""
+
+    __slots__ = ("connection", "grouped", "headers", "media", "raw")
+
+    def __init__(self, connection: FastConnection, headers: Headers, raw: bytes, media: str, grouped: bool) -> None:
+        self.connection = connection
+        self.headers = headers
+        self.raw = raw
+        self.media = media
+        self.grouped = grouped
+
+    def run(self) -> tuple[int, bytes, dict[str, str]]:
+        front = self.connection.front
+        try:
+            return front.answer(self.headers, self.raw, self.media)  # type: ignore[misc]
+        except Exception:  # a bug (the answer catches every error of the request): a generic 500, the trace logged
+            log.exception("HTTP front failed to answer a request")
+            return front.failed_answer(self.headers, self.media)  # type: ignore[misc]
+
+    def deliver(self, answer: tuple[int, bytes, dict[str, str]]) -> None:
+        self.connection._owed_answer(answer)
+
+    def fail(self) -> None:
+        self.connection._owed_answer(self.connection.front.failed_answer(self.headers, self.media))  # type: ignore[misc]
+
+
 class FastConnection(asyncio.Protocol):
-    __slots__ = ("buffer", "front", "idle_since", "paused", "transport")
+    __slots__ = ("buffer", "front", "idle_since", "owed", "paused", "transport")
 
     def __init__(self, front: HttpFront) -> None:
         self.front = front
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.paused = False
+        self.owed = 0  # answers the committer still has to deliver
         self.idle_since = front.loop.time()
 
     def connection_made(self, transport) -> None:
@@ -206,12 +249,37 @@ class FastConnection(asyncio.Protocol):
                 return
             raw = bytes(buffer[start:stop])
             del buffer[:stop]
+            committer = self.front.committer
+            if committer is not None:
+                grouped = headers.get("x-amz-target") in GROUPED_TARGETS
+                if grouped or committer.busy:
+                    self.owed += 1
+                    committer.submit(Queued(self, headers, raw, media, grouped))
+                    continue
             self._respond(headers, raw, media)
 
+    def _owed_answer(self, answer: tuple[int, bytes, dict[str, str]]) -> None:
+        self.owed -= 1
+        if self.transport is None:  # the client went away meanwhile
+            return
+        self._send(answer)
+        if not self.owed and self.buffer and not self.paused:  # a request held back until its turn (a hand-over)
+            self._serve()
+
     def _respond(self, headers: Headers, raw: bytes, media: str) -> None:
+        try:
+            answer = self.front.answer(headers, raw, media)
+        except Exception:
+            log.exception("HTTP front failed to answer a request")
+            self.buffer.clear()
+            self.transport.abort()
+            return
+        self._send(answer)
+
+    def _send(self, answer: tuple[int, bytes, dict[str, str]]) -> None:
         front = self.front
         try:
-            status, body, response_headers = front.answer(headers, raw, media)
+            status, body, response_headers = answer
             lines = [_STATUS_LINES[status]]
             lines.extend(f"{name}: {value}\r\n" for name, value in response_headers.items())
             lines.append(f"Content-Length: {len(body)}\r\nDate: {front.date()}\r\nServer: {SERVER_SOFTWARE}\r\n\r\n")
@@ -224,7 +292,10 @@ class FastConnection(asyncio.Protocol):
         self.idle_since = front.loop.time()
 
     def _hand_over(self) -> None:
-        """Give this connection, from the start of the current request, to aiohttp for the rest of its life."""
+        """Give this connection, from the start of the current request, to aiohttp for the rest of its life; once
+        the answers the committer owes it are written (`_owed_answer` serves the buffer again)."""
+        if self.owed:
+            return
         transport, data = self.transport, bytes(self.buffer)
         self.front.connections.discard(self)
         self.transport = None

@@ -9,6 +9,7 @@ Lifecycle
 3. SIGTERM or SIGINT: stop accepting, stop the background work (one task owner for the server's lifetime: the
    replication host, the front's idle sweep), let in-flight requests finish (bounded), close the store, exit 0.
    A write acknowledged before that is already durable: every commit is, so `kill -9` loses nothing acknowledged.
+   Writes are committed in groups (group_commit.py): a write is acknowledged only once its group committed.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
 from ..runtime.task_owner import task_owner
 from . import capacity_metrics
-from .app import DYNAMODB_ANSWER, make_app, make_runner, metrics_route
+from .app import DYNAMODB_ANSWER, FAILED_ANSWER, make_app, make_runner, metrics_route
+from .group_commit import GroupCommit
 from .host_base import RegionHost
 from .http_front import HttpFront
 from .replication_host import ReplicationSettings
@@ -119,6 +121,7 @@ async def serve_store(config: RegionConfig) -> None:
     store = open_store(config)
     try:
         host = None
+        committer = None
         if config.replication is None:
             engine = Engine(
                 store,
@@ -127,20 +130,23 @@ async def serve_store(config: RegionConfig) -> None:
                 stream_retention_s=config.stream_retention_s,
                 capacity=config.capacity,
             )
+            committer = GroupCommit(engine)
             app = make_app(
                 engine,
                 ttl_sweep_interval_s=config.ttl_sweep_interval_s,
-                routes=[metrics_route(lambda: capacity_metrics.prometheus_text(engine))],  # as a topology's regions
+                # as a topology's regions, and the group commits
+                routes=[metrics_route(lambda: capacity_metrics.prometheus_text(engine) + committer.prometheus())],
                 signing=signing_of(config, engine),
             )
         else:
             engine, app, host = replicated_region(config, store)
+            committer = getattr(host, "committer", None)
         runner = make_runner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
         # The HTTP front answers plain DynamoDB requests itself and hands every other connection to the runner's
         # aiohttp server (http_front.py).
         assert runner.server is not None
-        front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER))
+        front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER), committer, app.get(FAILED_ANSWER))
         loop = asyncio.get_running_loop()
         server = None
         try:
