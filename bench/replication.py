@@ -53,10 +53,10 @@ from globaltables.replication.config import ReplicationConfig  # noqa: E402
 REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1")
 LINK_MS = 40.0
 TABLE = "bench"
-TOPOLOGY = f"""
+TOPOLOGY = """
 name: bench-replication
 mode: mrec
-regions: [{", ".join("{name: %s}" % r for r in REGIONS)}]
+regions: [{regions}]
 links:
   default: {{latency_ms: {LINK_MS}, jitter_ms: 0}}
 tables:
@@ -64,12 +64,19 @@ tables:
     AttributeDefinitions: [{{AttributeName: pk, AttributeType: S}}]
     KeySchema: [{{AttributeName: pk, KeyType: HASH}}]
 """
+
+
+def topology_text(capacity: str) -> str:
+    """The benchmark's topology, its regions' capacity `modelled` (tables throttle as DynamoDB's, replicated
+    writes drawing write units above a reserve for local clients: docs/capacity.md) or `unlimited`."""
+    regions = ", ".join("{name: %s, capacity: %s}" % (region, capacity) for region in REGIONS)
+    return TOPOLOGY.format(regions=regions, LINK_MS=LINK_MS, TABLE=TABLE)
 PAYLOAD = "x" * 150
 
 
 class Topology:
-    def __init__(self, workdir: Path) -> None:
-        (workdir / "topology.yaml").write_text(TOPOLOGY)
+    def __init__(self, workdir: Path, capacity: str = "modelled") -> None:
+        (workdir / "topology.yaml").write_text(topology_text(capacity))
         self.data_dir = workdir / "state"
         self.stdout = workdir / "up.stdout"
         env = dict(os.environ)
@@ -217,6 +224,8 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=None, help="seconds of steady writes (default 10)")
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--backlog", type=int, default=None, help="items written during the partition (100,000)")
+    parser.add_argument("--capacity", choices=("modelled", "unlimited"), default="modelled",
+                        help="the regions' capacity: modelled (default; DynamoDB's throttling) or unlimited")
     _baseline.add_arguments(parser)
     args = parser.parse_args()
     compared = _baseline.baseline_requested(args, __file__)
@@ -228,9 +237,9 @@ def main() -> int:
         args.backlog = 40_000 if args.quick else 100_000
     config = ReplicationConfig()
     with tempfile.TemporaryDirectory(prefix="bench-replication-") as workdir:
-        topology = Topology(Path(workdir))
+        topology = Topology(Path(workdir), args.capacity)
         try:
-            print(f"three MREC regions, {LINK_MS:g} ms links, {os.cpu_count()} cores")
+            print(f"three MREC regions, {LINK_MS:g} ms links, {os.cpu_count()} cores, capacity {args.capacity}")
             before = lag_buckets(topology)
             latencies = asyncio.run(steady_writes(topology, args.rate, args.duration))
             time.sleep(1.0)  # let the last writes land
