@@ -57,6 +57,9 @@ from .skewed_clock import SkewedClock
 log = logging.getLogger("globaltables.replication.host")
 
 POLL_FAILURE_PAUSE_S = 1.0
+# The replication inbox applied in one turn of the loop (and one group commit) at most: about 3,500 records of a
+# backlog (`_take_inbox`).
+INBOX_TURN_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -182,8 +185,25 @@ class ReplicationHost(RegionHost):
         if len(self._inbox) == 1:
             self.committer.submit(InboxWork(self))
 
+    def _submit_inbox(self) -> None:
+        """The rest of an inbox `_take_inbox` left for this turn (unless envelopes since have submitted it)."""
+        if self._inbox:
+            self.committer.submit(InboxWork(self))
+
     def _take_inbox(self) -> list[Envelope]:
-        envelopes, self._inbox = self._inbox, []
+        """Hand the node the inbox, or its first INBOX_TURN_BYTES (a backlog's Ships, some 3,500 records): the rest
+        waits for the loop's next turn, so the acks of what was applied leave (and the sender refills its window)
+        while the rest is applied, instead of the whole window being applied before any ack."""
+        inbox = self._inbox
+        taken = 0
+        size = 0
+        while taken < len(inbox) and size < INBOX_TURN_BYTES:
+            body = inbox[taken].body
+            size += len(body) if isinstance(body, bytes) else 0
+            taken += 1
+        envelopes, self._inbox = inbox[:taken], inbox[taken:]
+        if self._inbox:
+            asyncio.get_running_loop().call_soon(self._submit_inbox)
         try:
             return self.hosted.on_messages(envelopes, time.monotonic())
         except Exception:  # as a failing handler on the transport: the messages are lost, the senders retransmit
