@@ -200,3 +200,24 @@ def test_a_write_refused_inside_a_group_fails_alone(engine):
     assert type(refused.outcome).__name__ == "ConditionalCheckFailedException"
     assert committer.groups == 1 and committer.largest_group == 3
     assert durable(engine, "x") and durable(engine, "y") and not stored(engine, "a")
+
+
+def test_a_write_failing_inside_the_store_rolls_back_alone(engine):
+    # A commit step that raises inside the store transaction (as an index refusing a write does) rolls back its
+    # own savepoint: the group's other writes commit.
+    store = engine.store
+
+    def refuse(_tx, writes) -> None:
+        if any(write.item is not None and write.item["pk"]["S"] == "bad" for write in writes):
+            raise ValueError("refused by a commit step")
+
+    store.commit_hooks.insert(0, refuse)
+    engine.begin_group()
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "one"}}})
+    with pytest.raises(ValueError):
+        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "two"}}})
+    assert not durable(engine, "one")  # nothing is committed before the group is
+    engine.commit_group()
+    assert durable(engine, "one") and durable(engine, "two")
+    assert not stored(engine, "bad") and not durable(engine, "bad")
