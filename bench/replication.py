@@ -14,11 +14,16 @@ ap-southeast-1, every link 40 ms one way, no jitter, one table):
     (BatchWriteItem, 25 a call), then the partition heals. Reported: the time from heal to the first progress (the
     sender's retransmit backoff, up to retransmit_after x max_backoff = 2 s) and the drain rate from the first
     progress until eu-west-1 holds everything. Ceiling the topology allows: lanes x window / RTT records/s.
-    Target: >= 50,000 items/s.
+    Target: >= 50,000 items/s. Also reported: the CPU seconds the receiver and the sender spent from the heal until
+    drained, as items per CPU-second (a shared machine stretches wall time; CPU per item is the machinery's cost).
+
+--capacity modelled (default) | unlimited: the regions' capacity. Modelled, the receiver draws write units for
+every replicated record (docs/capacity.md) from a new on-demand table's partitions, so the drain measures DynamoDB's
+modelled throttling as much as the replication machinery; unlimited measures the machinery alone.
 
 --quick: 4 s of writes and a 40,000-item backlog (a comparison with --baseline-rev in a few minutes).
 
-Usage: python bench/replication.py [--quick] [--duration S] [--backlog N] [--rate W]
+Usage: python bench/replication.py [--quick] [--duration S] [--backlog N] [--rate W] [--capacity C]
                                    [--baseline-rev REV [--baseline-rounds N]]
 """
 
