@@ -10,6 +10,7 @@ import sqlite3
 import orjson
 import pytest
 
+from globaltables.engine.commit import GroupCommitFailed
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.runtime.clock import ManualClock
@@ -221,3 +222,22 @@ def test_a_write_failing_inside_the_store_rolls_back_alone(engine):
     engine.commit_group()
     assert durable(engine, "one") and durable(engine, "two")
     assert not stored(engine, "bad") and not durable(engine, "bad")
+
+
+def test_after_commit_waits_for_the_group_and_is_dropped_with_it(engine):
+    told: list[str] = []
+    engine.after_commit(lambda: told.append("alone"))  # no group: at once
+    assert told == ["alone"]
+    failing = Failing(engine.store.db)
+    engine.store.db = failing
+    engine.begin_group()
+    engine.after_commit(lambda: told.append("committed group"))
+    assert told == ["alone"]
+    engine.commit_group()
+    assert told == ["alone", "committed group"]
+    engine.begin_group()
+    engine.after_commit(lambda: told.append("failed group"))
+    failing.armed = True
+    with pytest.raises(GroupCommitFailed):
+        engine.commit_group()
+    assert told == ["alone", "committed group"]

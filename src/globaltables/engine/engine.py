@@ -117,6 +117,7 @@ class Engine:
         self._side: list | None = None  # the side records of the commit in progress (step 2)
         self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
         self._grouped: list[CommitResult] | None = None  # commits of the open group, their step 3 still to come
+        self._after_group: list[Callable[[], None]] = []  # `after_commit` calls waiting for the open group
         self._install_commit_steps()
         if versions is not None:
             # A restarted region's clock starts above every version it already holds (its own or replicated).
@@ -315,6 +316,15 @@ class Engine:
         """Whether a group commit is open."""
         return self._grouped is not None
 
+    def after_commit(self, call: Callable[[], None]) -> None:
+        """Call `call` once the commit just made is durable: now, or, inside a group commit, after the group
+        committed (never, if it failed). For what a caller reports about a commit it made (replica.py's apply
+        decisions)."""
+        if self._grouped is None:
+            call()
+        else:
+            self._after_group.append(call)
+
     def begin_group(self) -> None:
         """Open a group commit (module docstring): the commits until `commit_group` are made durable together."""
         self.store.begin_group()
@@ -325,6 +335,7 @@ class Engine:
         store could not commit: the group is rolled back whole, and the change log's counters its writes advanced
         in memory are reloaded from the store (a listener's own error is raised as it is, after the commit)."""
         results, self._grouped = self._grouped or [], None
+        after, self._after_group = self._after_group, []
         try:
             self.store.commit_group()
         except Exception as error:
@@ -334,3 +345,5 @@ class Engine:
         for result in results:
             for listener in listeners:
                 listener(result)
+        for call in after:
+            call()

@@ -240,9 +240,13 @@ class ReplicaPort:
                 if observe is not None:
                     decisions.append((key, record.version, None))
         engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
-        if observe is not None:
-            for key, version, lost_to in decisions:
-                observe(origin, table, key, version, lost_to)
+        if observe is not None and decisions:
+
+            def tell() -> None:
+                for key, version, lost_to in decisions:
+                    observe(origin, table, key, version, lost_to)
+
+            engine.after_commit(tell)  # in a group commit: once the group committed, never if it failed
         return applied, won
 
     # ---------------------------------------------------------------------------------------------- retention
