@@ -132,11 +132,6 @@ def _records_by_keys(size: int) -> str:
     return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
 
 
-def _blob(write: ItemWrite) -> bytes:
-    write.blob = blob = orjson.dumps(write.item)
-    return blob
-
-
 _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?)"
@@ -149,23 +144,29 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
     in order, so a key written twice in a batch ends as its last write left it."""
     statement: str | None = None
     rows: list[tuple] = []
+    dumps = orjson.dumps
     for w in writes:
         tid = tids[w.table]
-        h = partition_hash(w.pk)
-        if w.item is None:
-            step = [(_DELETE_ITEM, (tid, h, w.pk, w.sk))]
-            if w.tombstone:
-                step.append((_PUT_TOMBSTONE, (tid, h, w.pk, w.sk, w.version, w.deleted_at)))
+        pk, sk = w.pk, w.sk
+        h = partition_hash(pk)
+        item = w.item
+        if item is None:
+            sql, row = _DELETE_ITEM, (tid, h, pk, sk)
+            extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
         else:
-            step = [(_PUT_ITEM, (tid, h, w.pk, w.sk, _blob(w), w.size, w.version))]
-            if w.had_tombstone:
-                step.append((_DELETE_TOMBSTONE, (tid, h, w.pk, w.sk)))
-        for sql, row in step:
-            if sql is not statement:
-                if rows:
-                    db.executemany(statement, rows)  # type: ignore[arg-type]
-                statement, rows = sql, []
-            rows.append(row)
+            w.blob = blob = dumps(item)
+            sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, w.size, w.version)
+            extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
+        if sql is not statement:
+            if rows:
+                db.executemany(statement, rows)  # type: ignore[arg-type]
+            statement, rows = sql, []
+        rows.append(row)
+        if extra is not None:
+            sql, row = extra
+            if rows:
+                db.executemany(statement, rows)  # type: ignore[arg-type]
+            statement, rows = sql, [row]
     if rows:
         db.executemany(statement, rows)  # type: ignore[arg-type]
 
