@@ -83,13 +83,18 @@ class GroupCommit:
         try:
             # Work submitted while draining (a delivered answer lets its connection serve the requests it buffered
             # behind it) is appended to this same queue and drained here too, until nothing is left.
-            while index < len(queue) or held:
+            while index < len(queue):
                 while index < len(queue):
                     work = queue[index]
                     index += 1
                     if work.grouped:
                         if not engine.grouping:
-                            engine.begin_group()
+                            try:
+                                engine.begin_group()
+                            except Exception:  # the store cannot open a transaction: this work fails, alone
+                                log.exception("group commit could not begin")
+                                work.fail()
+                                continue
                         held.append((work, work.run()))
                     else:
                         if engine.grouping:
@@ -103,6 +108,8 @@ class GroupCommit:
             self._queue = []
             if engine.grouping:  # only after a bug in a work item: commit what ran, answer it
                 self._commit(held)
+            for work in queue[index:]:  # and answer what never ran, rather than leave its client waiting
+                work.fail()
 
     def _commit(self, held: list[tuple[Work, Any]]) -> None:
         try:
