@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import gc
 import json
 import logging
 import os
@@ -46,6 +47,11 @@ DATABASE_FILE = "region.db"
 LOCK_FILE = "LOCK"
 # In-flight requests get this long to finish after SIGTERM; idle keep-alive connections are closed at once.
 SHUTDOWN_GRACE_S = 5.0
+# The cyclic garbage collector's youngest-generation threshold (CPython's default: 700 allocations). A request or
+# a replicated batch allocates thousands of short-lived dicts and lists, few of them in cycles; at the default, a
+# backlog's apply spent some 15-25 % of its CPU in collections (measured in-process on 40,000 records: 1.16-1.54 s
+# against 1.02-1.05 s with the collector off). Reference counting frees nearly everything anyway.
+GC_YOUNG_THRESHOLD = 50_000
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,9 @@ async def serve_store(config: RegionConfig) -> None:
         # aiohttp server (http_front.py).
         assert runner.server is not None
         front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER), committer, app.get(FAILED_ANSWER))
+        # What start-up built (modules, tables, the app) lives as long as the process: out of the collector's sight.
+        gc.collect()
+        gc.freeze()
         loop = asyncio.get_running_loop()
         server = None
         try:
@@ -237,6 +246,8 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 def run(config: RegionConfig) -> int:
     """Run the region until SIGTERM/SIGINT; the process exit code."""
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
     try:
         with asyncio.Runner(loop_factory=new_event_loop) as runner:
             runner.run(serve(config))
