@@ -13,6 +13,7 @@ The region process's own RSS at a million items, loaded over HTTP, is measured b
 Limits (issue #20): under 1 GiB in memory and 256 MiB on disk, for 1,000,000 items.
 
 Usage: python bench/memory.py [--quick] [--items N] [--stores memory,sqlite-memory,sqlite-disk]
+                              [--baseline-rev REV [--baseline-rounds N]]
        (--quick: 50,000 items, a CI-sized check; figures at that size say nothing about a million)
 """
 
@@ -98,11 +99,15 @@ def main() -> int:
     parser.add_argument("--items", type=int, help="items loaded (default 1,000,000; --quick 50,000)")
     parser.add_argument("--stores", default="memory,sqlite-memory,sqlite-disk")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    _baseline.add_arguments(parser)
     args = parser.parse_args()
     items = args.items if args.items is not None else (50_000 if args.quick else 1_000_000)
     if args.child:
         print(json.dumps(child(args.child, items)))
         return 0
+    compared = _baseline.baseline_requested(args, __file__)
+    if compared is not None:
+        return compared
     env = dict(os.environ)
     env["PYTHONPATH"] = _baseline.child_pythonpath(env.get("PYTHONPATH"))
     print(f"Resident memory of an engine holding {items:,} items of about 200 bytes (engine in-process, one child "
