@@ -14,11 +14,16 @@ ap-southeast-1, every link 40 ms one way, no jitter, one table):
     (BatchWriteItem, 25 a call), then the partition heals. Reported: the time from heal to the first progress (the
     sender's retransmit backoff, up to retransmit_after x max_backoff = 2 s) and the drain rate from the first
     progress until eu-west-1 holds everything. Ceiling the topology allows: lanes x window / RTT records/s.
-    Target: >= 50,000 items/s.
+    Target: >= 50,000 items/s. Also reported: the CPU seconds the receiver and the sender spent from the heal until
+    drained, as items per CPU-second (a shared machine stretches wall time; CPU per item is the machinery's cost).
+
+--capacity modelled (default) | unlimited: the regions' capacity. Modelled, the receiver draws write units for
+every replicated record (docs/capacity.md) from a new on-demand table's partitions, so the drain measures DynamoDB's
+modelled throttling as much as the replication machinery; unlimited measures the machinery alone.
 
 --quick: 4 s of writes and a 40,000-item backlog (a comparison with --baseline-rev in a few minutes).
 
-Usage: python bench/replication.py [--quick] [--duration S] [--backlog N] [--rate W]
+Usage: python bench/replication.py [--quick] [--duration S] [--backlog N] [--rate W] [--capacity C]
                                    [--baseline-rev REV [--baseline-rounds N]]
 """
 
@@ -53,10 +58,10 @@ from globaltables.replication.config import ReplicationConfig  # noqa: E402
 REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1")
 LINK_MS = 40.0
 TABLE = "bench"
-TOPOLOGY = f"""
+TOPOLOGY = """
 name: bench-replication
 mode: mrec
-regions: [{", ".join("{name: %s}" % r for r in REGIONS)}]
+regions: [{regions}]
 links:
   default: {{latency_ms: {LINK_MS}, jitter_ms: 0}}
 tables:
@@ -64,12 +69,21 @@ tables:
     AttributeDefinitions: [{{AttributeName: pk, AttributeType: S}}]
     KeySchema: [{{AttributeName: pk, KeyType: HASH}}]
 """
+
+
+def topology_text(capacity: str) -> str:
+    """The benchmark's topology, its regions' capacity `modelled` (tables throttle as DynamoDB's, replicated
+    writes drawing write units above a reserve for local clients: docs/capacity.md) or `unlimited`."""
+    regions = ", ".join("{name: %s, capacity: %s}" % (region, capacity) for region in REGIONS)
+    return TOPOLOGY.format(regions=regions, LINK_MS=LINK_MS, TABLE=TABLE)
 PAYLOAD = "x" * 150
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class Topology:
-    def __init__(self, workdir: Path) -> None:
-        (workdir / "topology.yaml").write_text(TOPOLOGY)
+    def __init__(self, workdir: Path, capacity: str = "modelled") -> None:
+        (workdir / "topology.yaml").write_text(topology_text(capacity))
+        self.workdir = workdir
         self.data_dir = workdir / "state"
         self.stdout = workdir / "up.stdout"
         env = dict(os.environ)
@@ -90,6 +104,23 @@ class Topology:
             time.sleep(0.1)
         self.endpoints = {line["region"]: line["endpoint"] for line in lines if "region" in line}
         self.secret = (self.data_dir / "secret").read_text().strip()
+
+    def cpu_seconds(self, region: str) -> float:
+        """utime + stime of the region's process (found by its command line: this run's topology and its name):
+        what a drain costs in CPU, which a shared, noisy machine does not distort the way it does wall time."""
+        topology = str(self.workdir / "topology.yaml")
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                args = (proc / "cmdline").read_bytes().split(b"\0")
+                if topology.encode() not in args or region.encode() not in args or b"region" not in args:
+                    continue
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        raise RuntimeError(f"no process of region {region}")
 
     def control(self, region: str, path: str, body: dict | None = None) -> dict:
         return ControlClient(self.secret, timeout_s=60).call(self.endpoints[region], path, body, region=region)
@@ -217,6 +248,8 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=None, help="seconds of steady writes (default 10)")
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--backlog", type=int, default=None, help="items written during the partition (100,000)")
+    parser.add_argument("--capacity", choices=("modelled", "unlimited"), default="modelled",
+                        help="the regions' capacity: modelled (default; DynamoDB's throttling) or unlimited")
     _baseline.add_arguments(parser)
     args = parser.parse_args()
     compared = _baseline.baseline_requested(args, __file__)
@@ -228,9 +261,9 @@ def main() -> int:
         args.backlog = 40_000 if args.quick else 100_000
     config = ReplicationConfig()
     with tempfile.TemporaryDirectory(prefix="bench-replication-") as workdir:
-        topology = Topology(Path(workdir))
+        topology = Topology(Path(workdir), args.capacity)
         try:
-            print(f"three MREC regions, {LINK_MS:g} ms links, {os.cpu_count()} cores")
+            print(f"three MREC regions, {LINK_MS:g} ms links, {os.cpu_count()} cores, capacity {args.capacity}")
             before = lag_buckets(topology)
             latencies = asyncio.run(steady_writes(topology, args.rate, args.duration))
             time.sleep(1.0)  # let the last writes land
@@ -258,6 +291,8 @@ def main() -> int:
             written_s = time.monotonic() - started
             time.sleep(1.0)
             backlog = pending_to(topology, "us-east-1", "eu-west-1")
+            print(f"\n   healing the partition: {backlog} items pending to eu-west-1", flush=True)
+            cpu_before = {region: topology.cpu_seconds(region) for region in ("us-east-1", "eu-west-1")}
             topology.control("eu-west-1", "/control/faults", {"heal": True})
             healed = time.monotonic()
             first_progress = None
@@ -274,6 +309,7 @@ def main() -> int:
                     raise RuntimeError(f"backlog did not drain: applied {applied}, log ends {ends}")
                 time.sleep(0.02)
             done = time.monotonic()
+            cpu = {region: topology.cpu_seconds(region) - cpu_before[region] for region in cpu_before}
             assert first_progress is not None
             rate = backlog / max(done - first_progress, 1e-9)
             ceiling = config.lanes * config.window_records / (2 * LINK_MS / 1000)
@@ -284,12 +320,18 @@ def main() -> int:
             print(f"   drain: {done - first_progress:.2f} s, {rate:,.0f} items/s (ceiling the topology allows: "
                   f"{config.lanes} lanes x {config.window_records} records / {2 * LINK_MS:g} ms RTT = {ceiling:,.0f}/s;"
                   f" target >= 50,000/s: {'met' if rate >= 50_000 else 'NOT met'})")  # fmt: skip
+            per_cpu = {region: backlog / seconds if seconds else float("inf") for region, seconds in cpu.items()}
+            print(f"   CPU from heal to drained: receiver eu-west-1 {cpu['eu-west-1']:.2f} s "
+                  f"({per_cpu['eu-west-1']:,.0f} items per CPU-second), sender us-east-1 {cpu['us-east-1']:.2f} s "
+                  f"({per_cpu['us-east-1']:,.0f} items per CPU-second)")  # fmt: skip
             _baseline.report({
                 "lag p50 ms": p50,
                 "lag p99 ms": quantile_of(merged, 0.99) or float("nan"),
                 "write p50 ms": w50,
                 "write p99 ms": percentile(latencies, 0.99),
                 "heal to first progress s": first_progress - healed,
+                "drain items/receiver-cpu-s": per_cpu["eu-west-1"],
+                "drain items/sender-cpu-s": per_cpu["us-east-1"],
                 "drain items/s": rate,
             })  # fmt: skip
         finally:

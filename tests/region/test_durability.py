@@ -6,8 +6,10 @@ and a restart on the same data dir serves it. SIGTERM and SIGINT stop the region
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
+import urllib.request
 
 import pytest
 from botocore.exceptions import BotoCoreError
@@ -114,6 +116,64 @@ def test_writes_acknowledged_under_load_survive_kill_9(region_factory, tmp_path,
     got = read_back(client, table, list(acknowledged))
     lost = [i for i in acknowledged if got[i] is None]
     assert len(acknowledged) >= 150 and not lost, f"lost {len(lost)} of {len(acknowledged)}: {lost[:20]}"
+
+
+def group_commit_largest(endpoint: str) -> int:
+    """The most writes one group commit of the region held so far (its /metrics)."""
+    with urllib.request.urlopen(endpoint + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    match = re.search(r"^globaltables_group_commit_largest (\d+)$", text, re.MULTILINE)
+    assert match, "the region reports no group commits"
+    return int(match.group(1))
+
+
+def test_kill_9_during_grouped_commits_keeps_every_acknowledged_write(region_factory, tmp_path, unique_table_name):
+    # Many concurrent writers, so writes are committed in groups (region/group_commit.py); the kill lands while
+    # groups are being committed. Every acknowledged write must survive: a write is acknowledged only once the
+    # group holding it committed, so what was acknowledged is a subset of what survived.
+    region = region_factory(data_dir=tmp_path / "data")
+    endpoint = region.start()
+    table = unique_table_name("grouped")
+    create_table(make_client(endpoint), table)
+    writers = 16
+    acknowledged: list[int] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def writer(slot: int) -> None:
+        client = make_client(endpoint)
+        try:
+            for n in range(100_000):
+                if stop.is_set():
+                    return
+                i = n * writers + slot
+                client.put_item(TableName=table, Item=item(i))
+                with lock:
+                    acknowledged.append(i)
+        except BotoCoreError:  # the connection died with the region: expected
+            return
+
+    threads = [threading.Thread(target=writer, args=(slot,), daemon=True) for slot in range(writers)]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_until(lambda: len(acknowledged) >= 400 and group_commit_largest(endpoint) > 1, 120,
+                   "writes committed in groups of more than one", interval=0.2)
+        region.kill()
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    with lock:
+        acked = list(acknowledged)
+
+    client = make_client(region.start())
+    got = read_back(client, table, acked)
+    lost = [i for i in acked if got[i] is None]
+    assert not lost, f"lost {len(lost)} of {len(acked)} acknowledged writes: {lost[:20]}"
+    wrong = [i for i in acked if normalised(got[i]) != normalised(item(i))]
+    assert not wrong, f"acknowledged writes read back wrong: {wrong[:20]}"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

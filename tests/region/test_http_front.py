@@ -154,3 +154,34 @@ def test_chunked_upload_is_served_by_aiohttp(wire):
     wire.send(head + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
     [(status, _, answer)] = wire.answers(1)
     assert status == 200 and "TableNames" in orjson.loads(answer)
+
+
+def test_writes_queued_for_group_commit_keep_the_connections_order(region_endpoint, wire, unique_table_name):
+    """A pipelined PutItem goes to the group committer (region/group_commit.py); the GetItem behind it waits for it
+    and reads it; a request aiohttp must serve (GET /) takes the connection only once the owed answers are
+    written; and the connection goes on serving after the hand-over."""
+    from region_process import make_client
+
+    client = make_client(region_endpoint)
+    table = unique_table_name("pipelined")
+    client.create_table(
+        TableName=table,
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50})
+    item = {"pk": {"S": "a"}, "n": {"N": "1"}}
+    wire.send(
+        request("PutItem", orjson.dumps({"TableName": table, "Item": item}))
+        + request("GetItem", orjson.dumps({"TableName": table, "Key": {"pk": {"S": "a"}}}))
+        + b"GET / HTTP/1.1\r\nHost: test\r\n\r\n"
+        + request("DeleteItem", orjson.dumps({"TableName": table, "Key": {"pk": {"S": "a"}},
+                                               "ReturnValues": "ALL_OLD"}))
+    )  # fmt: skip
+    (s1, _, put), (s2, _, got), (s3, _, health), (s4, _, deleted) = wire.answers(4)
+    assert (s1, s2, s3, s4) == (200, 200, 200, 200)
+    assert orjson.loads(put) == {}
+    assert orjson.loads(got) == {"Item": item}
+    assert health.startswith(b"healthy: ")
+    assert orjson.loads(deleted) == {"Attributes": item}

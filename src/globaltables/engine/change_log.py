@@ -141,6 +141,12 @@ class ChangeLog:
         if rows:
             self.store.append(tx, rows)
 
+    def forget_uncommitted(self) -> None:
+        """After a group commit that failed (Engine.commit_group): the sequence numbers and lane ends its writes
+        advanced in memory are reloaded from the store on next use."""
+        self._next.clear()
+        self.lane_ends.clear()
+
     def next_seq(self, tid: int) -> int:
         """The sequence number the table's next record will get."""
         seq = self._next.get(tid)

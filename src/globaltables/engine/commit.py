@@ -41,6 +41,11 @@ class CommitResult:
         return f"CommitResult({self.writes!r})"
 
 
+class GroupCommitFailed(Exception):
+    """A group commit (`Engine.commit_group`) did not commit: none of the group's writes took effect. Raised from
+    the store's error."""
+
+
 CommitListener = Callable[[CommitResult], None]
 
 NOTHING = CommitResult([])  # what a commit that wrote no item returns (and tells no listener)

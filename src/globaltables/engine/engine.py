@@ -14,6 +14,10 @@ Every change to items goes through `Engine.commit`, the commit pipeline, whose s
    batch back;
 3. after the transaction committed: the after-commit listeners, in registration order, each given the
    `CommitResult` (commit.py); the replication core's host is one (replication/hosted.py).
+Group commit (durable store only): between `begin_group` and `commit_group`, step 2 of each commit is a savepoint
+of one store transaction and step 3 waits for `commit_group`, which commits them all at once and then tells the
+listeners of each, in order. Who opens a group answers nothing of it before `commit_group` returned, and reads
+nothing outside it meanwhile (the region's committer, region/group_commit.py; docs/architecture.md).
 The order of step 2's engine hooks is installed in one place, `Engine.__init__` (`_install_commit_steps`).
 """
 
@@ -29,7 +33,7 @@ from ..runtime.ids import IdSource, random_ids
 from . import streams, table_arns
 from .answer import Answer
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
-from .commit import NOTHING, CommitListener, CommitResult
+from .commit import NOTHING, CommitListener, CommitResult, GroupCommitFailed
 from .contributor_insights import ContributorInsights
 from .errors import DynamoError, ResourceNotFoundException, SerializationException, UnknownOperationException
 from .faults import Faults
@@ -112,6 +116,8 @@ class Engine:
         )
         self._side: list | None = None  # the side records of the commit in progress (step 2)
         self._commit_listeners: list[CommitListener] = []  # the pipeline's step 3 (`add_commit_listener`)
+        self._grouped: list[CommitResult] | None = None  # commits of the open group, their step 3 still to come
+        self._after_group: list[Callable[[], None]] = []  # `after_commit` calls waiting for the open group
         self._install_commit_steps()
         if versions is not None:
             # A restarted region's clock starts above every version it already holds (its own or replicated).
@@ -298,6 +304,46 @@ class Engine:
         if not writes:
             return NOTHING
         result = CommitResult(writes)
+        if self._grouped is not None:  # 3. once the group committed
+            self._grouped.append(result)
+            return result
         for listener in self._commit_listeners:  # 3. after the commit
             listener(result)
         return result
+
+    @property
+    def grouping(self) -> bool:
+        """Whether a group commit is open."""
+        return self._grouped is not None
+
+    def after_commit(self, call: Callable[[], None]) -> None:
+        """Call `call` once the commit just made is durable: now, or, inside a group commit, after the group
+        committed (never, if it failed). For what a caller reports about a commit it made (replica.py's apply
+        decisions)."""
+        if self._grouped is None:
+            call()
+        else:
+            self._after_group.append(call)
+
+    def begin_group(self) -> None:
+        """Open a group commit (module docstring): the commits until `commit_group` are made durable together."""
+        self.store.begin_group()
+        self._grouped = []
+
+    def commit_group(self) -> None:
+        """Commit the open group, then run step 3 for each of its commits, in order. Raises GroupCommitFailed if the
+        store could not commit: the group is rolled back whole, and the change log's counters its writes advanced
+        in memory are reloaded from the store (a listener's own error is raised as it is, after the commit)."""
+        results, self._grouped = self._grouped or [], None
+        after, self._after_group = self._after_group, []
+        try:
+            self.store.commit_group()
+        except Exception as error:
+            self.change_log.forget_uncommitted()
+            raise GroupCommitFailed(str(error)) from error
+        listeners = self._commit_listeners
+        for result in results:
+            for listener in listeners:
+                listener(result)
+        for call in after:
+            call()

@@ -182,7 +182,6 @@ class ReplicaPort:
             raise ResourceNotFoundException(f"Requested resource not found: Table: {table} not found")
         store = engine.store
         applied = store.position("applied", origin, table, lane)
-        encode = definition.key.encode
         fresh = []
         for record in records:
             if record.pos > applied:
@@ -194,9 +193,13 @@ class ReplicaPort:
         observe = self.on_decision
         if fresh:
             engine.versions.observe(max(record.version for record in fresh))
-            key_of = definition.key.key_of
-            wire_keys = [record.key if record.key is not None else key_of(record.image) for record in fresh]
-            keys = [encode(key) for key in wire_keys]
+            schema = definition.key
+            # Keys straight from the images (they hold the key attributes); the key maps only for the decision log.
+            keys = schema.encode_all([record.key if record.key is not None else record.image for record in fresh])
+            if observe is not None:
+                wire_keys = schema.keys_of([record.key if record.key is not None else record.image for record in fresh])
+            else:
+                wire_keys = [None] * len(fresh)
             # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records.
             latest = store.get_records(table, list(dict.fromkeys(keys)))
             now = engine.clock.wall_time()
@@ -237,9 +240,13 @@ class ReplicaPort:
                 if observe is not None:
                     decisions.append((key, record.version, None))
         engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
-        if observe is not None:
-            for key, version, lost_to in decisions:
-                observe(origin, table, key, version, lost_to)
+        if observe is not None and decisions:
+
+            def tell() -> None:
+                for key, version, lost_to in decisions:
+                    observe(origin, table, key, version, lost_to)
+
+            engine.after_commit(tell)  # in a group commit: once the group committed, never if it failed
         return applied, won
 
     # ---------------------------------------------------------------------------------------------- retention

@@ -107,6 +107,41 @@ class KeySchema:
         """The key attributes of a stored item."""
         return {name: item[name] for name in self.names}
 
+    def keys_of(self, maps: list[dict]) -> list[dict]:
+        """`key_of` for many items or key maps at once (a replicated batch): one call, names looked up once."""
+        names = self.names
+        if len(names) == 2:
+            first, second = names
+            return [{first: m[first], second: m[second]} for m in maps]
+        return [{name: m[name] for name in names} for m in maps]
+
+    def encode_all(self, maps: list[dict]) -> list[tuple[bytes, bytes]]:
+        """`encode` for many items or key maps at once (a replicated batch). The common key (non-empty string
+        attributes, one a side) is encoded inline, exactly as `encode_partition` and `encode_range` do; any other
+        goes through them."""
+        if self.more_hash or self.more_range:
+            return [self._encode(m) for m in maps]
+        hash_name, range_name = self.hash_name, self.range_name
+        out = []
+        append = out.append
+        for m in maps:
+            value = m[hash_name]
+            inner = value.get("S")
+            if inner and len(value) == 1 and len(inner) * 4 <= MAX_PARTITION_KEY_BYTES:  # 4: UTF-8's widest
+                pk = inner.encode("utf-8")
+            else:
+                pk = self.encode_partition(value)
+            if range_name is None:
+                append((pk, b""))
+                continue
+            value = m[range_name]
+            inner = value.get("S")
+            if inner and len(value) == 1 and len(inner) * 4 <= MAX_SORT_KEY_BYTES:
+                append((pk, inner.encode("utf-8")))
+            else:
+                append((pk, self.encode_range(m)))
+        return out
+
     def _typed_names(self) -> list[tuple[str, str]]:
         if self.more_hash or self.more_range:
             return [*self.hash_parts, *self.range_parts]

@@ -46,6 +46,8 @@ DYNAMODB_ANSWER = web.AppKey("dynamodb_answer", object)
 # done) -> None, and `done(status, body, response headers)` once answered, so the HTTP front serves those regions
 # too, without a task per request.
 DYNAMODB_ANSWER_SOON = web.AppKey("dynamodb_answer_soon", object)
+# (headers, media type) -> the framed InternalServerError answer of a write whose group commit failed (group_commit.py).
+FAILED_ANSWER = web.AppKey("failed_answer", object)
 
 
 async def background_work(app: web.Application) -> AsyncIterator[None]:
@@ -228,6 +230,9 @@ def make_app(
             headers, "", request_body, "/", raw, lambda status, body: done(*finish(headers, status, body, content_type))
         )
 
+    def failed_answer(headers: Mapping[str, str], content_type: str) -> tuple[int, bytes, dict[str, str]]:
+        return finish(headers, 500, wire.INTERNAL_ERROR_BODY, content_type)
+
     def too_large(request: web.Request, content_type: str) -> web.Response:
         response = respond(request, *wire.error_answer(wire.TOO_LARGE), content_type)
         # The unread remainder of the body cannot be skipped cheaply; the connection is not reused.
@@ -239,6 +244,7 @@ def make_app(
     # None: every request must be able to wait (strong mode); the front then answers through DYNAMODB_ANSWER_SOON.
     app[DYNAMODB_ANSWER] = answer_post if answer_async is None else None
     app[DYNAMODB_ANSWER_SOON] = answer_post_soon if answer_soon is not None else None
+    app[FAILED_ANSWER] = failed_answer
     app.cleanup_ctx.append(background_work)
     app.cleanup_ctx.append(expiry_work)
     return app

@@ -33,7 +33,12 @@ Theory of operation
    outside the common case is aiohttp's, with its error answers in DynamoDB's shape (http_errors.py). A buffer that
    cannot start a POST (a TLS handshake, the HTTP/2 preface) is handed over at once, not after 8 KiB.
 4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
-5. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
+5. Group commit (group_commit.py): with a committer, a write request (`GROUPED_TARGETS`) is queued to it rather
+   than answered inline, and so is any request while the committer has work queued (a connection's answers stay
+   in its requests' order, and a read waits for the writes before it to be durable); the answer is written when
+   the committer delivers it. A connection with answers still owed is not handed to aiohttp until they are written.
+   (Strong-mode regions have no committer: their requests wait as rule 1 says.)
+6. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
    of the region's server lifetime); `close` (at shutdown) closes every connection still here. A strong-mode request
    still waiting then loses its connection, as its client would through aiohttp; its write goes on being resolved.
 """
@@ -53,6 +58,7 @@ from aiohttp import web
 from aiohttp.http import SERVER_SOFTWARE
 
 from . import http_errors, wire
+from .group_commit import GROUPED_TARGETS, GroupCommit
 
 log = logging.getLogger("globaltables.region")
 
@@ -60,6 +66,8 @@ log = logging.getLogger("globaltables.region")
 Answer = Callable[[Mapping[str, str], bytes, str], tuple[int, bytes, dict[str, str]]]
 # (headers, body, media type, done) -> None, `done(status, body, response headers)` later: a strong region's answer.
 AnswerSoon = Callable[[Mapping[str, str], bytes, str, Callable[[int, bytes, dict[str, str]], None]], None]
+# (headers, media type) -> the framed InternalServerError answer of a request whose group commit failed.
+FailedAnswer = Callable[[Mapping[str, str], str], tuple[int, bytes, dict[str, str]]]
 
 # aiohttp's own limits (RequestHandler defaults): a longer head or more headers goes to aiohttp, which refuses it.
 MAX_HEAD_BYTES = 8190
@@ -91,11 +99,22 @@ class HttpFront:
     """The protocol factory the region listens with (see the module doc); `aiohttp_server` is the runner's server,
     which takes over connections the fast path does not serve."""
 
-    def __init__(self, aiohttp_server: web.Server, answer: Answer | None, answer_soon: AnswerSoon | None = None) -> None:
+    def __init__(
+        self,
+        aiohttp_server: web.Server,
+        answer: Answer | None,
+        answer_soon: AnswerSoon | None = None,
+        *,
+        committer: GroupCommit | None = None,
+        failed_answer: FailedAnswer | None = None,
+    ) -> None:
         self.aiohttp_server = aiohttp_server
         self.aiohttp_handler = http_errors.handler_factory(aiohttp_server)  # a connection aiohttp serves
         self.answer = answer
         self.answer_soon = answer_soon
+        # Group commit serves synchronous answers only (a strong region's requests wait on their own).
+        self.committer = committer if failed_answer is not None and answer is not None else None
+        self.failed_answer = failed_answer
         self.loop = asyncio.get_running_loop()
         self.connections: set[FastConnection] = set()
         self._date_second = -1
@@ -128,8 +147,35 @@ class HttpFront:
             connection.close()
 
 
+class Queued:
+    """A request of a connection queued to the committer (group_commit.Work)."""
+
+    __slots__ = ("connection", "grouped", "headers", "media", "raw")
+
+    def __init__(self, connection: FastConnection, headers: Headers, raw: bytes, media: str, grouped: bool) -> None:
+        self.connection = connection
+        self.headers = headers
+        self.raw = raw
+        self.media = media
+        self.grouped = grouped
+
+    def run(self) -> tuple[int, bytes, dict[str, str]]:
+        front = self.connection.front
+        try:
+            return front.answer(self.headers, self.raw, self.media)  # type: ignore[misc]
+        except Exception:  # a bug (the answer catches every error of the request): a generic 500, the trace logged
+            log.exception("HTTP front failed to answer a request")
+            return front.failed_answer(self.headers, self.media)  # type: ignore[misc]
+
+    def deliver(self, answer: tuple[int, bytes, dict[str, str]]) -> None:
+        self.connection._owed_answer(answer)
+
+    def fail(self) -> None:
+        self.connection._owed_answer(self.connection.front.failed_answer(self.headers, self.media))  # type: ignore[misc]
+
+
 class FastConnection(asyncio.Protocol):
-    __slots__ = ("buffer", "front", "idle_since", "paused", "serving", "transport", "waiting")
+    __slots__ = ("buffer", "front", "idle_since", "owed", "paused", "serving", "transport", "waiting")
 
     def __init__(self, front: HttpFront) -> None:
         self.front = front
@@ -138,6 +184,7 @@ class FastConnection(asyncio.Protocol):
         self.paused = False
         self.waiting = False  # a strong-mode request is being answered: the next one waits for it (rule 1)
         self.serving = False  # inside `_serve`: an answer that comes at once lets that loop go on
+        self.owed = 0  # answers the committer still has to deliver
         self.idle_since = front.loop.time()
 
     def connection_made(self, transport) -> None:
@@ -222,7 +269,26 @@ class FastConnection(asyncio.Protocol):
                 return
             raw = bytes(buffer[start:stop])
             del buffer[:stop]
+            committer = self.front.committer
+            if committer is not None:
+                grouped = headers.get("x-amz-target") in GROUPED_TARGETS
+                if grouped or committer.busy:
+                    self.owed += 1
+                    committer.submit(Queued(self, headers, raw, media, grouped))
+                    continue
             self._respond(headers, raw, media)
+
+    def _owed_answer(self, answer: tuple[int, bytes, dict[str, str]]) -> None:
+        self.owed -= 1
+        if self.transport is None:  # the client went away meanwhile
+            return
+        try:
+            self._write(*answer)
+        except Exception:
+            self._fail()
+            return
+        if not self.owed and self.buffer and not self.paused:  # a request held back until its turn (a hand-over)
+            self._serve()
 
     def _respond(self, headers: Headers, raw: bytes, media: str) -> None:
         front = self.front
@@ -263,7 +329,10 @@ class FastConnection(asyncio.Protocol):
             self.transport.abort()
 
     def _hand_over(self) -> None:
-        """Give this connection, from the start of the current request, to aiohttp for the rest of its life."""
+        """Give this connection, from the start of the current request, to aiohttp for the rest of its life; once
+        the answers the committer owes it are written (`_owed_answer` serves the buffer again)."""
+        if self.owed:
+            return
         transport, data = self.transport, bytes(self.buffer)
         self.front.connections.discard(self)
         self.transport = None

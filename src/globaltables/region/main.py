@@ -9,12 +9,14 @@ Lifecycle
 3. SIGTERM or SIGINT: stop accepting, stop the background work (one task owner for the server's lifetime: the
    replication host, the front's idle sweep), let in-flight requests finish (bounded), close the store, exit 0.
    A write acknowledged before that is already durable: every commit is, so `kill -9` loses nothing acknowledged.
+   Writes are committed in groups (group_commit.py): a write is acknowledged only once its group committed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
+import gc
 import json
 import logging
 import os
@@ -32,7 +34,8 @@ from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
 from ..runtime.task_owner import task_owner
 from . import capacity_metrics
-from .app import DYNAMODB_ANSWER, DYNAMODB_ANSWER_SOON, make_app, make_runner, metrics_route
+from .app import DYNAMODB_ANSWER, DYNAMODB_ANSWER_SOON, FAILED_ANSWER, make_app, make_runner, metrics_route
+from .group_commit import GroupCommit
 from .host_base import RegionHost
 from .http_front import HttpFront
 from .replication_host import ReplicationSettings
@@ -44,6 +47,11 @@ DATABASE_FILE = "region.db"
 LOCK_FILE = "LOCK"
 # In-flight requests get this long to finish after SIGTERM; idle keep-alive connections are closed at once.
 SHUTDOWN_GRACE_S = 5.0
+# The cyclic garbage collector's youngest-generation threshold (CPython's default: 700 allocations). A request or
+# a replicated batch allocates thousands of short-lived dicts and lists, few of them in cycles; at the default, a
+# backlog's apply spent some 15-25 % of its CPU in collections (measured in-process on 40,000 records: 1.16-1.54 s
+# against 1.02-1.05 s with the collector off). Reference counting frees nearly everything anyway.
+GC_YOUNG_THRESHOLD = 50_000
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,7 @@ async def serve_store(config: RegionConfig) -> None:
     store = open_store(config)
     try:
         host = None
+        committer = None
         if config.replication is None:
             engine = Engine(
                 store,
@@ -127,20 +136,27 @@ async def serve_store(config: RegionConfig) -> None:
                 stream_retention_s=config.stream_retention_s,
                 capacity=config.capacity,
             )
+            committer = GroupCommit(engine)
             app = make_app(
                 engine,
                 ttl_sweep_interval_s=config.ttl_sweep_interval_s,
-                routes=[metrics_route(lambda: capacity_metrics.prometheus_text(engine))],  # as a topology's regions
+                # as a topology's regions, and the group commits
+                routes=[metrics_route(lambda: capacity_metrics.prometheus_text(engine) + committer.prometheus())],
                 signing=signing_of(config, engine),
             )
         else:
             engine, app, host = replicated_region(config, store)
+            committer = getattr(host, "committer", None)
         runner = make_runner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
         # The HTTP front answers plain DynamoDB requests itself and hands every other connection to the runner's
         # aiohttp server (http_front.py).
         assert runner.server is not None
-        front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER), app.get(DYNAMODB_ANSWER_SOON))
+        front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER), app.get(DYNAMODB_ANSWER_SOON),
+                          committer=committer, failed_answer=app.get(FAILED_ANSWER))  # fmt: skip
+        # What start-up built (modules, tables, the app) lives as long as the process: out of the collector's sight.
+        gc.collect()
+        gc.freeze()
         loop = asyncio.get_running_loop()
         server = None
         try:
@@ -231,6 +247,8 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 def run(config: RegionConfig) -> int:
     """Run the region until SIGTERM/SIGINT; the process exit code."""
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
     try:
         with asyncio.Runner(loop_factory=new_event_loop) as runner:
             runner.run(serve(config))

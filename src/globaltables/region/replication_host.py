@@ -7,8 +7,9 @@ Theory of operation (cores step, hosts loop — docs/replication.md "Layers"):
 - The poller task sleeps until the node's `next_deadline()` (or a wake-up), calls `poll(now)` and hands every
   envelope it returns to the transport.
 - Incoming envelopes (the transport's receive handler) are queued and handed over together at the loop's next
-  turn (`on_messages(envelopes, now)`: a lane's connecting Ships apply in one transaction); the answers are sent
-  and the poller is woken, since an ack may open a window or move a deadline.
+  turn (`on_messages(envelopes, now)`: a lane's connecting Ships apply in one transaction), as grouped work of
+  the region's committer (group_commit.py): the applies join the group commit of the client writes of that turn,
+  and the answers (acks) are sent, and the poller woken, only once the group committed.
 - `now` is always the unskewed monotonic clock: skewing the region's wall clock (clock faults) moves stamps and
   TTL, never timers.
 
@@ -47,6 +48,7 @@ from ..replication.node import RegionNode
 from ..replication.versions import HlcVersionSource
 from ..runtime.transport import Envelope
 from .apply_decisions import ApplyDecisions
+from .group_commit import GroupCommit
 from .host_base import RegionHost, peer_transport
 from .replica_coordinator import ReplicaCoordinator
 from .replication_metrics import ReplicationMetrics, prometheus_text
@@ -55,6 +57,9 @@ from .skewed_clock import SkewedClock
 log = logging.getLogger("globaltables.replication.host")
 
 POLL_FAILURE_PAUSE_S = 1.0
+# The replication inbox applied in one turn of the loop (and one group commit) at most: about 3,500 records of a
+# backlog (`_take_inbox`).
+INBOX_TURN_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,7 @@ class ReplicationHost(RegionHost):
         self.transport.register(self.region, self._on_envelope)
         self._wake = asyncio.Event()
         self._inbox: list[Envelope] = []  # received, not yet handed to the node (`_on_envelope`)
+        self.committer = GroupCommit(engine)  # the region's (the HTTP front's writes join it too)
         self._peers_file_mtime: int | None = None
         self.poll_failures = 0
 
@@ -177,16 +183,35 @@ class ReplicationHost(RegionHost):
         backlog drains in few commits). While the node applies, the sockets fill, so a busy region batches more."""
         self._inbox.append(envelope)
         if len(self._inbox) == 1:
-            asyncio.get_running_loop().call_soon(self._take_inbox)
+            self.committer.submit(InboxWork(self))
 
-    def _take_inbox(self) -> None:
-        envelopes, self._inbox = self._inbox, []
-        send = self.transport.send
+    def _submit_inbox(self) -> None:
+        """The rest of an inbox `_take_inbox` left for this turn (unless envelopes since have submitted it)."""
+        if self._inbox:
+            self.committer.submit(InboxWork(self))
+
+    def _take_inbox(self) -> list[Envelope]:
+        """Hand the node the inbox, or its first INBOX_TURN_BYTES (a backlog's Ships, some 3,500 records): the rest
+        waits for the loop's next turn, so the acks of what was applied leave (and the sender refills its window)
+        while the rest is applied, instead of the whole window being applied before any ack."""
+        inbox = self._inbox
+        taken = 0
+        size = 0
+        while taken < len(inbox) and size < INBOX_TURN_BYTES:
+            body = inbox[taken].body
+            size += len(body) if isinstance(body, bytes) else 0
+            taken += 1
+        envelopes, self._inbox = inbox[:taken], inbox[taken:]
+        if self._inbox:
+            asyncio.get_running_loop().call_soon(self._submit_inbox)
         try:
-            answers = self.hosted.on_messages(envelopes, time.monotonic())
+            return self.hosted.on_messages(envelopes, time.monotonic())
         except Exception:  # as a failing handler on the transport: the messages are lost, the senders retransmit
             log.exception("replication messages failed")
-            return
+            return []
+
+    def _send_answers(self, answers: list[Envelope]) -> None:
+        send = self.transport.send
         for answer in answers:
             send(answer)
         self._wake.set()
@@ -260,7 +285,28 @@ class ReplicationHost(RegionHost):
         for link in self.node.status()["links"]:
             key = (link["table"], link["peer"])
             pending[key] = pending.get(key, 0) + link["pending"]
-        return prometheus_text(self.inbound_lag(), pending)
+        return prometheus_text(self.inbound_lag(), pending) + self.committer.prometheus()
+
+
+class InboxWork:
+    """The replication inbox as the committer's grouped work (group_commit.Work): applied inside the group, the
+    answers sent once it committed; if it fails, none is sent (the senders retransmit what was not acknowledged)."""
+
+    __slots__ = ("host",)
+    grouped = True
+
+    def __init__(self, host: ReplicationHost) -> None:
+        self.host = host
+
+    def run(self) -> list[Envelope]:
+        return self.host._take_inbox()
+
+    def deliver(self, answers: list[Envelope]) -> None:
+        self.host._send_answers(answers)
+
+    def fail(self) -> None:
+        log.warning("replication applies failed with their group commit; the senders retransmit")
+        self.host._wake.set()
 
 
 def versions_for(hlc: HybridLogicalClock, region: str) -> HlcVersionSource:

@@ -11,7 +11,13 @@ Rules
    DynamoDB's hash partitioning does: Scan walks tables in hash order, and a parallel scan's segments are ranges
    of the hash, so each item falls in exactly one segment.
 4. Items are stored as their normalised wire JSON (orjson bytes); the engine never needs another representation.
-5. Side records (`side_records`) are a layer's own durable state beside the items, opaque to the store: (space, key)
+5. Group commit (`begin_group` ... `commit_group`): while a group is open, every `write` (and the store's other
+   transactions) runs as a SAVEPOINT inside one SQLite transaction, so a write that fails rolls back alone, and the
+   group's writes become durable together at `commit_group` (one WAL commit for many writes). Reads on this
+   connection see the group's uncommitted writes: whoever opens a group (the region's committer,
+   region/group_commit.py) lets nothing else read or answer until it committed. A failed `commit_group` rolls the
+   whole group back.
+6. Side records (`side_records`) are a layer's own durable state beside the items, opaque to the store: (space, key)
    -> bytes, read by key or key prefix in key order, written on their own (`side_write`) or inside an item write's
    transaction by a commit hook (`side_stage`), so they survive exactly what the items survive.
 """
@@ -126,11 +132,6 @@ def _records_by_keys(size: int) -> str:
     return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
 
 
-def _blob(write: ItemWrite) -> bytes:
-    write.blob = blob = orjson.dumps(write.item)
-    return blob
-
-
 _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?)"
@@ -143,23 +144,29 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
     in order, so a key written twice in a batch ends as its last write left it."""
     statement: str | None = None
     rows: list[tuple] = []
+    dumps = orjson.dumps
     for w in writes:
         tid = tids[w.table]
-        h = partition_hash(w.pk)
-        if w.item is None:
-            step = [(_DELETE_ITEM, (tid, h, w.pk, w.sk))]
-            if w.tombstone:
-                step.append((_PUT_TOMBSTONE, (tid, h, w.pk, w.sk, w.version, w.deleted_at)))
+        pk, sk = w.pk, w.sk
+        h = partition_hash(pk)
+        item = w.item
+        if item is None:
+            sql, row = _DELETE_ITEM, (tid, h, pk, sk)
+            extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
         else:
-            step = [(_PUT_ITEM, (tid, h, w.pk, w.sk, _blob(w), w.size, w.version))]
-            if w.had_tombstone:
-                step.append((_DELETE_TOMBSTONE, (tid, h, w.pk, w.sk)))
-        for sql, row in step:
-            if sql is not statement:
-                if rows:
-                    db.executemany(statement, rows)  # type: ignore[arg-type]
-                statement, rows = sql, []
-            rows.append(row)
+            w.blob = blob = dumps(item)
+            sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, w.size, w.version)
+            extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
+        if sql is not statement:
+            if rows:
+                db.executemany(statement, rows)  # type: ignore[arg-type]
+            statement, rows = sql, []
+        rows.append(row)
+        if extra is not None:
+            sql, row = extra
+            if rows:
+                db.executemany(statement, rows)  # type: ignore[arg-type]
+            statement, rows = sql, [row]
     if rows:
         db.executemany(statement, rows)  # type: ignore[arg-type]
 
@@ -187,8 +194,41 @@ class SqliteStore:
         self._tids: dict[str, int] = {}
         self._backups = None  # backup_store(), made on first use
         self.commit_hooks: list[CommitHook] = []
+        self.grouped = False  # a group commit is open (rule 5)
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
             self._tids[name] = tid
+
+    # ----------------------------------------------------------------------------------------------- transactions
+
+    def _begin(self) -> None:
+        self.db.execute("SAVEPOINT write" if self.grouped else "BEGIN")
+
+    def _end(self) -> None:
+        self.db.execute("RELEASE write" if self.grouped else "COMMIT")
+
+    def _abort(self) -> None:
+        if self.grouped:  # this write alone: the group's earlier writes stay
+            self.db.execute("ROLLBACK TO write")
+            self.db.execute("RELEASE write")
+        elif self.db.in_transaction:  # a failed COMMIT of SQLite's own may have rolled back already
+            self.db.execute("ROLLBACK")
+
+    def begin_group(self) -> None:
+        """Open a group commit (rule 5): the writes until `commit_group` commit in one transaction."""
+        assert not self.grouped, "a group commit is already open"
+        self.db.execute("BEGIN")
+        self.grouped = True
+
+    def commit_group(self) -> None:
+        """Commit the open group: durable when this returns, as a single `write` is. If the commit fails the whole
+        group is rolled back and the error raised."""
+        self.grouped = False
+        try:
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
 
     def change_log_store(self):
         from .change_log_store import ChangeLogStore
@@ -256,13 +296,13 @@ class SqliteStore:
             self.db.execute("UPDATE tables SET definition = ? WHERE name = ?", (blob, name))
             return
         tid = self._next_tid()
-        self.db.execute("BEGIN")
+        self._begin()
         try:
             self.db.execute("INSERT INTO tables (name, tid, definition) VALUES (?, ?, ?)", (name, tid, blob))
             self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_tid', ?)", (str(tid + 1),))
-            self.db.execute("COMMIT")
+            self._end()
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._abort()
             raise
         self._tids[name] = tid
 
@@ -273,16 +313,16 @@ class SqliteStore:
 
     def drop_table(self, name: str) -> None:
         tid = self._tids.pop(name)
-        self.db.execute("BEGIN")
+        self._begin()
         try:
             # Tombstones and replication positions go with the items: table ids are never reused, so nothing else
             # could ever read them.
             for table in ("items", "tombstones", "replication_positions"):  # fixed names, no input
                 self.db.execute(f"DELETE FROM {table} WHERE tid = ?", (tid,))
             self.db.execute("DELETE FROM tables WHERE name = ?", (name,))
-            self.db.execute("COMMIT")
+            self._end()
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._abort()
             raise
 
     # ------------------------------------------------------------------------------------------------------ items
@@ -419,13 +459,12 @@ class SqliteStore:
 
     def side_write(self, changes: list[SideChange]) -> None:
         """Apply side-record changes ((space, key, value), value None deleting) in one transaction of their own."""
-        db = self.db
-        db.execute("BEGIN")
+        self._begin()
         try:
-            self.side_stage(db, changes)
-            db.execute("COMMIT")
+            self.side_stage(self.db, changes)
+            self._end()
         except BaseException:
-            db.execute("ROLLBACK")
+            self._abort()
             raise
 
     def side_stage(self, tx: sqlite3.Connection, changes: list[SideChange]) -> None:
@@ -450,7 +489,7 @@ class SqliteStore:
         empty (a transaction of condition checks), and the hooks are not called for an empty batch.
         """
         db = self.db
-        db.execute("BEGIN")
+        self._begin()
         try:
             _write_items(db, self._tids, writes)
             for kind, region, table, lane, pos in positions or ():
@@ -467,9 +506,9 @@ class SqliteStore:
                     "INSERT OR REPLACE INTO transaction_tokens (token, fingerprint, expires) VALUES (?, ?, ?)",
                     (token.token, token.fingerprint, token.expires),
                 )
-            db.execute("COMMIT")
+            self._end()
         except BaseException:
-            db.execute("ROLLBACK")
+            self._abort()
             raise
 
     def transaction_token(self, token: str, now: float) -> bytes | None:

@@ -1,0 +1,243 @@
+"""Group commit (region/group_commit.py): writes of one loop turn commit together, each acknowledged only after
+the commit that holds it, reads never see a write before it is durable, and a failed commit fails exactly its
+writes."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import orjson
+import pytest
+
+from globaltables.engine.commit import GroupCommitFailed
+from globaltables.engine.engine import Engine
+from globaltables.engine.storage.sqlite_store import SqliteStore
+from globaltables.runtime.clock import ManualClock
+from globaltables.region.group_commit import GroupCommit
+
+TABLE = "grouped"
+
+
+class Failing:
+    """The store's connection, whose next COMMIT fails as SQLite's does on an I/O error (when armed)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self.armed = False
+
+    def execute(self, sql, *args):
+        if sql == "COMMIT" and self.armed:
+            self.armed = False
+            raise sqlite3.OperationalError("disk I/O error")
+        return self._db.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+
+@pytest.fixture
+def engine(tmp_path):
+    store = SqliteStore(tmp_path / "region.db")
+    engine = Engine(store, ManualClock())
+    engine.handle(
+        "CreateTable",
+        {
+            "TableName": TABLE,
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
+    yield engine
+    store.close()
+
+
+def durable(engine: Engine, key: str) -> bool:
+    """Whether the item is committed: read through a connection of its own (sees only committed data)."""
+    reader = sqlite3.connect(engine.store.path)
+    try:
+        items = [orjson.loads(blob) for (blob,) in reader.execute("SELECT item FROM items")]
+    finally:
+        reader.close()
+    return {"pk": {"S": key}} in items
+
+
+def stored(engine: Engine, key: str) -> bool:
+    return "Item" in engine.handle("GetItem", {"TableName": TABLE, "Key": {"pk": {"S": key}}})
+
+
+class Recorded:
+    """A work item recording what happened to it in a shared event list."""
+
+    def __init__(self, events: list, engine: Engine, name: str, operation: str, request: dict, grouped: bool):
+        self.events, self.engine, self.name = events, engine, name
+        self.operation, self.request, self.grouped = operation, request, grouped
+        self.outcome: object = None
+
+    def run(self):
+        self.events.append(("run", self.name))
+        try:
+            return self.engine.handle(self.operation, self.request)
+        except Exception as error:  # noqa: BLE001 - the answer of a failing request
+            return error
+
+    def deliver(self, result) -> None:
+        self.events.append(("deliver", self.name))
+        self.outcome = result
+
+    def fail(self) -> None:
+        self.events.append(("fail", self.name))
+        self.outcome = "failed"
+
+
+def put(events, engine, name: str, **extra) -> Recorded:
+    request = {"TableName": TABLE, "Item": {"pk": {"S": name}}, **extra}
+    return Recorded(events, engine, name, "PutItem", request, grouped=True)
+
+
+def get(events, engine, name: str, key: str) -> Recorded:
+    request = {"TableName": TABLE, "Key": {"pk": {"S": key}}}
+    return Recorded(events, engine, name, "GetItem", request, grouped=False)
+
+
+async def drained(committer: GroupCommit) -> None:
+    for _ in range(100):  # bounded: the drain runs at the loop's next turn
+        await asyncio.sleep(0)
+        if not committer.busy:
+            return
+    raise AssertionError("the committer never drained")
+
+
+def test_writes_of_one_turn_commit_together_and_are_answered_after(engine):
+    events: list = []
+    committer = GroupCommit(engine)
+    engine.add_commit_listener(lambda result: events.append(("committed", result.writes[0].item["pk"]["S"])))
+    seen_durable: list[bool] = []
+
+    class Checking(Recorded):
+        def run(self):
+            seen_durable.append(durable(engine, "w0"))  # the earlier write of the group: applied, not committed
+            return super().run()
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "w0"))
+        for i in range(1, 5):
+            committer.submit(Checking(events, engine, f"w{i}", "PutItem",
+                                      {"TableName": TABLE, "Item": {"pk": {"S": f"w{i}"}}}, True))
+        await drained(committer)
+
+    asyncio.run(main())
+    names = [f"w{i}" for i in range(5)]
+    assert events == (
+        [("run", n) for n in names] + [("committed", n) for n in names] + [("deliver", n) for n in names]
+    )
+    assert seen_durable == [False] * 4  # nothing of the group was committed while it ran
+    assert committer.groups == 1 and committer.largest_group == 5
+    assert all(durable(engine, n) for n in names)
+
+
+def test_a_read_commits_the_writes_before_it_first(engine):
+    events: list = []
+    committer = GroupCommit(engine)
+    read = get(events, engine, "r", "a")
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "a"))
+        committer.submit(read)
+        committer.submit(put(events, engine, "b"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert events == [("run", "a"), ("deliver", "a"), ("run", "r"), ("deliver", "r"), ("run", "b"), ("deliver", "b")]
+    assert read.outcome["Item"] == {"pk": {"S": "a"}}
+    assert committer.groups == 2
+
+
+def test_a_failed_commit_fails_exactly_its_writes(engine):
+    events: list = []
+    committer = GroupCommit(engine)
+    failing = Failing(engine.store.db)
+    engine.store.db = failing
+    told: list[str] = []
+    engine.add_commit_listener(lambda result: told.extend(w.item["pk"]["S"] for w in result.writes))
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "before"))
+        await drained(committer)
+        failing.armed = True
+        for name in ("f1", "f2", "f3"):
+            committer.submit(put(events, engine, name))
+        await drained(committer)
+        for name in ("after1", "after2"):
+            committer.submit(put(events, engine, name))
+        await drained(committer)
+
+    asyncio.run(main())
+    failed = [name for kind, name in events if kind == "fail"]
+    delivered = [name for kind, name in events if kind == "deliver"]
+    assert failed == ["f1", "f2", "f3"]
+    assert delivered == ["before", "after1", "after2"]
+    assert committer.failed_groups == 1 and committer.groups == 2
+    assert told == ["before", "after1", "after2"]  # replication never hears of the failed group
+    for name in ("f1", "f2", "f3"):
+        assert not stored(engine, name) and not durable(engine, name)
+    for name in ("before", "after1", "after2"):
+        assert stored(engine, name) and durable(engine, name)
+
+
+def test_a_write_refused_inside_a_group_fails_alone(engine):
+    events: list = []
+    committer = GroupCommit(engine)
+    refused = put(events, engine, "a", ConditionExpression="attribute_exists(pk)")
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "x"))
+        committer.submit(refused)
+        committer.submit(put(events, engine, "y"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert type(refused.outcome).__name__ == "ConditionalCheckFailedException"
+    assert committer.groups == 1 and committer.largest_group == 3
+    assert durable(engine, "x") and durable(engine, "y") and not stored(engine, "a")
+
+
+def test_a_write_failing_inside_the_store_rolls_back_alone(engine):
+    # A commit step that raises inside the store transaction (as an index refusing a write does) rolls back its
+    # own savepoint: the group's other writes commit.
+    store = engine.store
+
+    def refuse(_tx, writes) -> None:
+        if any(write.item is not None and write.item["pk"]["S"] == "bad" for write in writes):
+            raise ValueError("refused by a commit step")
+
+    store.commit_hooks.insert(0, refuse)
+    engine.begin_group()
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "one"}}})
+    with pytest.raises(ValueError):
+        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "two"}}})
+    assert not durable(engine, "one")  # nothing is committed before the group is
+    engine.commit_group()
+    assert durable(engine, "one") and durable(engine, "two")
+    assert not stored(engine, "bad") and not durable(engine, "bad")
+
+
+def test_after_commit_waits_for_the_group_and_is_dropped_with_it(engine):
+    told: list[str] = []
+    engine.after_commit(lambda: told.append("alone"))  # no group: at once
+    assert told == ["alone"]
+    failing = Failing(engine.store.db)
+    engine.store.db = failing
+    engine.begin_group()
+    engine.after_commit(lambda: told.append("committed group"))
+    assert told == ["alone"]
+    engine.commit_group()
+    assert told == ["alone", "committed group"]
+    engine.begin_group()
+    engine.after_commit(lambda: told.append("failed group"))
+    failing.armed = True
+    with pytest.raises(GroupCommitFailed):
+        engine.commit_group()
+    assert told == ["alone", "committed group"]
