@@ -10,7 +10,9 @@ Buckets (token buckets on the engine's monotonic clock, refilled continuously, n
   partition-seconds: a read of r units draws r/3000, a write of w units w/1000, refill 1 per second, depth 1 (one
   second of a partition's throughput). One bucket for both, so reads and writes share a partition as the linear
   combination r/3000 + w/1000 <= 1. Exceeded: KeyRangeThroughputExceeded. A key lives in one partition, so one key
-  never gets more than 1,000 WCU / 3,000 RCU a second.
+  never gets more than 1,000 WCU / 3,000 RCU a second. A partition that serves at least 80 % of that in each of 120
+  seconds in a row splits for heat at a hash chosen from the keys it served (`Partition.served`,
+  partitions.heat_cut; docs/capacity.md, decision 4): two hot keys that shared it then get a partition each.
 - Provisioned mode: per table and per GSI, a read and a write bucket filling at the provisioned rate, depth 300
   seconds of it (burst capacity), starting with one second. Any partition may draw from them, up to its own
   partition bucket: that is adaptive capacity, instant and never above the partition limit. Exceeded:
@@ -41,6 +43,7 @@ them; docs/capacity.md, decisions 17-20.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from . import partitions
@@ -94,6 +97,53 @@ class Bucket:
         self.level = min(self.level, depth)
 
 
+class Partition(Bucket):
+    """A partition's bucket (rate 1, depth 1 partition-second) and its heat: what it served in the current whole
+    second of the monotonic clock, since when every second has been hot (at least HEAT_SHARE served), and, during
+    such a streak, the load each partition hash drew (the observed key distribution a split point is chosen from)."""
+
+    __slots__ = ("ends", "hot", "hot_since", "used")
+
+    def __init__(self, now: float, level: float = 1.0) -> None:
+        super().__init__(1.0, 1.0, level, now)
+        self.ends = -math.inf  # when the current second ends
+        self.used = 0.0
+        self.hot_since: float | None = None
+        self.hot: dict[int, float] | None = None  # partition hash -> share served, while hot
+
+    def served(self, h: int, share: float, now: float) -> bool:
+        """Count `share` served at hash `h`; whether the partition has been hot long enough to split. Cheap unless
+        the partition is hot: an addition, and a comparison with the end of the second."""
+        split = False
+        if now >= self.ends:
+            split = self._roll(now)
+        self.used += share
+        hot = self.hot
+        if hot is not None:
+            if h in hot:
+                hot[h] += share
+            elif len(hot) < partitions.HEAT_KEYS:
+                hot[h] = share
+        return split
+
+    def _roll(self, now: float) -> bool:
+        """A new second: the one that ended continues the streak if it was hot and this one follows it at once (a
+        second with nothing served is not hot)."""
+        second = math.floor(now)
+        if self.used >= partitions.HEAT_SHARE and second == self.ends:
+            if self.hot_since is None:
+                self.hot_since, self.hot = self.ends - 1.0, {}
+        else:
+            self.hot_since = self.hot = None
+        self.ends, self.used = second + 1.0, 0.0
+        return self.hot_since is not None and second - self.hot_since >= partitions.HEAT_SPLIT_S
+
+    def twin(self, now: float) -> Partition:
+        """The new half of a split: it starts with what the partition holds now."""
+        self.refill(now)
+        return Partition(now, self.level)
+
+
 class Peak:
     """The highest one-second consumption of one kind, counted once it is 30 minutes old."""
 
@@ -141,8 +191,11 @@ class Resource:
         self.arn = arn
         self.name = name  # the GSI's name, None for the table
         self.has_sort_key = has_sort_key
-        self.count = 0
-        self.parts: list[Bucket] = []
+        self.count = 0  # partitions
+        self.base = 0  # the partitions the rates, peaks, warm throughput and size ask for (equal ranges)
+        self.parts: list[Partition] = []
+        self.starts: list[int] | None = None  # each partition's first hash, once a split for heat made them unequal
+        self.heat_splits = 0
         self.provisioned: dict[str, Bucket] = {}  # kind -> bucket, provisioned mode only
         self.caps: dict[str, Bucket] = {}  # kind -> OnDemandThroughput maximum, on demand only
         self.peaks: dict[str, Peak] | None = None  # on demand only
@@ -199,12 +252,30 @@ class Resource:
             write = self.provisioned.get("write")
             wanted = partitions.provisioned_count(read.rate if read else 0, write.rate if write else 0, self.size)
         wanted = max(wanted, self.warm)
-        if wanted > self.count:  # split, never merged
-            self.count = wanted
-            self.parts = [Bucket(1.0, 1.0, 1.0, now) for _ in range(wanted)]
+        if wanted > self.base:  # split, never merged: cuts made for heat stay
+            self.base = wanted
+            if self.starts is not None:
+                self.starts = sorted(set(self.starts) | set(partitions.uniform_starts(wanted)))
+            self.count = wanted if self.starts is None else len(self.starts)
+            self.parts = [Partition(now) for _ in range(self.count)]
 
-    def partition(self, h: int) -> Bucket:
-        return self.parts[partitions.partition_of(h, self.count)]
+    def partition(self, h: int) -> Partition:
+        return self.parts[partitions.place(h, self.count, self.starts)]
+
+    def split_for_heat(self, part: Partition, now: float) -> None:
+        """`part` has been hot for HEAT_SPLIT_S: cut it in two where its observed load balances, unless one
+        partition key carried it all (docs/capacity.md, decision 4). Either way its streak starts again."""
+        cut = partitions.heat_cut(part.hot or {})
+        part.hot_since = part.hot = None
+        if cut is None:
+            return
+        i = next(n for n, p in enumerate(self.parts) if p is part)
+        starts = self.starts if self.starts is not None else partitions.uniform_starts(self.count)
+        starts.insert(i + 1, cut)
+        self.parts.insert(i + 1, part.twin(now))
+        self.starts = starts
+        self.count += 1
+        self.heat_splits += 1
 
 
 class TableThroughput:
@@ -273,7 +344,8 @@ class ThroughputModel:
         if state is None or state.definition is not self.tables_by_name[table] or now - state.sized_at >= SIZE_RECHECK_S:
             state = self._state(table, now)
         resource, cap, quota, provisioned, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
-        part = resource.parts[h * resource.count >> 32]  # partitions.partition_of, inlined
+        starts = resource.starts
+        part = resource.parts[h * resource.count >> 32 if starts is None else bisect_right(starts, h) - 1]
         share = units * unit_share
         if now > part.last:  # Bucket.admits, inlined for a partition (rate 1, depth 1)
             level = part.level + (now - part.last)
@@ -292,6 +364,11 @@ class ThroughputModel:
             if provisioned is not None:
                 provisioned.level -= units
             part.level -= share
+            if now >= part.ends or part.hot is not None:  # Partition.served: only a new second or heat costs more
+                if part.served(h, share, now):
+                    resource.split_for_heat(part, now)
+            else:
+                part.used += share
             resource.consumed[kind] += units
             if resource.insights is not None and pk is not None:
                 resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
@@ -329,7 +406,7 @@ class ThroughputModel:
         cap = resource.caps.get(kind) if resource.caps else None
         quota = state.quota.get(kind) if state.quota else None
         provisioned = resource.provisioned.get(kind) if resource.provisioned else None
-        part = resource.parts[h * resource.count >> 32] if resource.count else None
+        part = resource.parts[partitions.place(h, resource.count, resource.starts)] if resource.count else None
         share = units * _SHARE[kind]
         limit = None
         refused = resource
@@ -355,6 +432,8 @@ class ThroughputModel:
             provisioned.level -= units
         if part is not None:
             part.level -= share
+            if part.served(h, share, now):
+                resource.split_for_heat(part, now)
         resource.consumed[kind] += units
         if resource.insights is not None and pk is not None:
             resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
@@ -373,7 +452,7 @@ class ThroughputModel:
         throttle of the first bucket short; the caller defers the record, it is never dropped (docs/capacity.md,
         decision 16). A draw larger than what a bucket holds above its reserve needs a full bucket (decision 8)."""
         state, now, draws = self._draws(charge)
-        for bucket, cost, resource, limit in draws:
+        for bucket, cost, resource, limit, _h in draws:
             bucket.refill(now)
             reserve = min(bucket.rate * REPLICATION_RESERVE_S, bucket.depth / 2)
             if bucket.level < min(cost + reserve, bucket.depth):
@@ -403,35 +482,35 @@ class ThroughputModel:
         state, now, draws = self._draws(charge)
         return self._refused(state, charge, draws, now)
 
-    def _draws(self, charge: Charge) -> tuple[TableThroughput, float, list[tuple[Bucket, float, Resource, str]]]:
-        """(bucket, what it would draw, its resource, the limit it stands for) for every bucket `charge` draws
-        from, in the order limits are tried: maxima the user set (quick throttles), the table's quota, provisioned
+    def _draws(self, charge: Charge) -> tuple[TableThroughput, float, list[tuple]]:
+        """(bucket, what it would draw, its resource, the limit it stands for, the partition hash of a partition's
+        draw or None) for every bucket `charge` draws from, in the order limits are tried: maxima the user set (quick throttles), the table's quota, provisioned
         capacity, partitions; within each, the table before its indexes."""
         now = self.clock.monotonic()
         state = self._state(charge.table, now)
         kind = charge.kind
         resources = state.resources
-        first: list[tuple[Bucket, float, Resource, str]] = []
-        provisioned: list[tuple[Bucket, float, Resource, str]] = []
-        parts: list[tuple[Bucket, float, Resource, str]] = []
+        first: list[tuple] = []
+        provisioned: list[tuple] = []
+        parts: list[tuple] = []
         for name, h, units, _pk, _sk in charge.places:
             resource = resources.get(name)
             if resource is None:  # an index dropped since the charge was made
                 continue
             bucket = resource.caps.get(kind)
             if bucket is not None:
-                first.append((bucket, units, resource, MAX_ON_DEMAND))
+                first.append((bucket, units, resource, MAX_ON_DEMAND, None))
             bucket = resource.provisioned.get(kind)
             if bucket is not None:
-                provisioned.append((bucket, units, resource, PROVISIONED))
-            parts.append((resource.partition(h), partitions.share(kind, units), resource, KEY_RANGE))
+                provisioned.append((bucket, units, resource, PROVISIONED, None))
+            parts.append((resource.partition(h), partitions.share(kind, units), resource, KEY_RANGE, h))
         quota = state.quota.get(kind)
         if quota is not None:
-            first.append((quota, charge.total, resources[None], ACCOUNT_LIMIT))
+            first.append((quota, charge.total, resources[None], ACCOUNT_LIMIT, None))
         return state, now, first + provisioned + parts
 
     def _refused(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> Throttle | None:
-        for bucket, cost, resource, limit in draws:
+        for bucket, cost, resource, limit, _h in draws:
             if not bucket.admits(cost, now):
                 operation = "Read" if charge.kind == "read" else "Write"
                 on_demand = state.resources[None].peaks is not None
@@ -439,9 +518,11 @@ class ThroughputModel:
         return None
 
     def _draw(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> None:
-        for bucket, cost, _resource, _limit in draws:
+        for bucket, cost, resource, _limit, h in draws:
             bucket.refill(now)
             bucket.level -= cost
+            if h is not None and bucket.served(h, cost, now):
+                resource.split_for_heat(bucket, now)
         kind = charge.kind
         weight = 3.0 if kind == "write" else 1.0
         on_demand = state.resources[None].peaks is not None
