@@ -461,6 +461,12 @@ class ThroughputModel:
         self._draw(state, charge, draws, now)
         return None
 
+    def force(self, charge: Charge) -> None:
+        """Draw `charge` whatever the buckets hold (an MRSC commit a member applies, docs/capacity.md decision 21):
+        a bucket it overdraws is in debt, and the requests of the region's own clients wait for the refill."""
+        state, now, draws = self._draws(charge)
+        self._draw(state, charge, draws, now)
+
     # ------------------------------------------------------------------------------------------------ batches
 
     def charge_all(self, charges: list[Charge]) -> list[Throttle | None] | None:

@@ -20,8 +20,8 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
   check, artifacts, results   runner.py's `_check`, `_write_artifacts` and `_results`, then report.py.
 
 Capacity: each MREC region's engine models capacity as the topology's `capacity:` says (modelled unless
-`unlimited`, as the region process's `--capacity`; MRSC regions model none, docs/capacity.md decision 11), on the
-virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's answer goes through
+`unlimited`, as the region process's `--capacity`; MRSC regions on the simulator model none, docs/capacity.md
+decision 21), on the virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's answer goes through
 LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
 results.json's `throttles`, and the workload's `sdk_retries` mode retries after its delays on the scheduler.
 
@@ -495,8 +495,8 @@ class _SimRun:
             self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
         else:
             # Each region's capacity as the topology says, as its region process would run it (`--capacity`,
-            # modelled unless `capacity: unlimited`; docs/capacity.md), on the virtual clock. MRSC regions model
-            # none (decision 11), on the simulator as in their processes.
+            # modelled unless `capacity: unlimited`; docs/capacity.md), on the virtual clock. MRSC regions on the
+            # simulator model none (decision 21).
             capacity = {region.name: region.capacity for region in topology.regions}
             self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port, capacity=capacity)
         self.scheduler = self.cluster.scheduler
