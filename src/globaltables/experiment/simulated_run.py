@@ -21,8 +21,8 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
 
 Capacity: each MREC region's engine models capacity as the topology's `capacity:` says (modelled unless
 `unlimited`, as the region process's `--capacity`; MRSC regions on the simulator model none, docs/capacity.md
-decision 21), on the virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's answer goes through
-LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
+decision 21), on the virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's
+answer goes through LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
 results.json's `throttles`, and the workload's `sdk_retries` mode retries after its delays on the scheduler.
 
 What differs from a process run, by construction: an MREC request takes no virtual time (the region answers at the
