@@ -70,52 +70,68 @@ class CapacitySettings:
 
 
 class Bucket:
-    __slots__ = ("depth", "last", "level", "rate")
+    """A token bucket kept as the time it was (or will be) empty: its level at time t is rate * (t - empty), never
+    above its depth (`span`, depth / rate seconds after `empty`, it is full). A draw of c moves `empty` on by
+    c / rate; a level below zero is a debt (decision 8). Exactly the continuously refilled bucket, with one number
+    to bring up to date (`refill` clamps `empty` to now - span) instead of a level and a time. `level` is the level
+    as of the last refill."""
+
+    __slots__ = ("depth", "empty", "inverse", "last", "rate", "span")
 
     def __init__(self, rate: float, depth: float, level: float, now: float) -> None:
-        self.rate, self.depth, self.level, self.last = rate, depth, level, now
+        self.rate, self.depth, self.inverse, self.span = rate, depth, 1.0 / rate, depth / rate
+        self.empty = now - level / rate
+        self.last = now
+
+    @property
+    def level(self) -> float:
+        level = self.rate * (self.last - self.empty)
+        return level if level < self.depth else self.depth  # noqa: FURB136
 
     def refill(self, now: float) -> None:
         if now > self.last:
-            level = self.level + (now - self.last) * self.rate
-            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
             self.last = now
+        full = self.last - self.span
+        if self.empty < full:
+            self.empty = full
 
     def admits(self, cost: float, now: float) -> bool:
-        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt). The
-        refill is lazy: only a bucket a request draws from is brought up to date, by the time since its last draw."""
-        if now > self.last:
-            level = self.level + (now - self.last) * self.rate
-            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
-            self.last = now
-        return self.level >= (cost if cost < self.depth else self.depth)  # noqa: FURB136
+        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt)."""
+        self.refill(now)
+        return self.rate * (self.last - self.empty) >= (cost if cost < self.depth else self.depth)  # noqa: FURB136
+
+    def draw(self, cost: float) -> None:
+        self.empty += cost * self.inverse
 
     def retune(self, rate: float, depth: float, now: float) -> None:
         """A new rate from now on (UpdateTable): what accrued so far stays, up to the new depth."""
         self.refill(now)
-        self.rate, self.depth = rate, depth
-        self.level = min(self.level, depth)
+        level = min(self.level, depth)
+        self.rate, self.depth, self.inverse, self.span = rate, depth, 1.0 / rate, depth / rate
+        self.empty = self.last - level / rate
 
 
 class Partition(Bucket):
-    """A partition's bucket (rate 1, depth 1 partition-second) and its heat: what it served in the current whole
-    second of the monotonic clock, since when every second has been hot (at least HEAT_SHARE served), and, during
-    such a streak, the load each partition hash drew (the observed key distribution a split point is chosen from)."""
+    """A partition's bucket (rate 1, depth 1 partition-second: `empty` moves on by the share drawn) and its heat:
+    what it served in the current whole second of the monotonic clock, since when every second has been hot (at
+    least HEAT_SHARE served), and, during such a streak, the load each partition hash drew (the observed key
+    distribution a split point is chosen from). `ends` is when the fast path must call `served`: the end of the
+    second, or at once while the partition is hot."""
 
-    __slots__ = ("ends", "hot", "hot_since", "used")
+    __slots__ = ("ends", "hot", "hot_since", "second_ends", "used")
 
     def __init__(self, now: float, level: float = 1.0) -> None:
         super().__init__(1.0, 1.0, level, now)
-        self.ends = -math.inf  # when the current second ends
+        self.ends = self.second_ends = -math.inf  # when the current second ends
         self.used = 0.0
         self.hot_since: float | None = None
         self.hot: dict[int, float] | None = None  # partition hash -> share served, while hot
 
     def served(self, h: int, share: float, now: float) -> bool:
-        """Count `share` served at hash `h`; whether the partition has been hot long enough to split. Cheap unless
-        the partition is hot: an addition, and a comparison with the end of the second."""
+        """Count `share` served at hash `h`; whether the partition has been hot long enough to split. Outside a
+        streak the fast path only adds to `used` until the second ends."""
         split = False
-        if now >= self.ends:
+        if now >= self.second_ends:
             split = self._roll(now)
         self.used += share
         hot = self.hot
@@ -124,18 +140,19 @@ class Partition(Bucket):
                 hot[h] += share
             elif len(hot) < partitions.HEAT_KEYS:
                 hot[h] = share
+        self.ends = -math.inf if hot is not None else self.second_ends
         return split
 
     def _roll(self, now: float) -> bool:
         """A new second: the one that ended continues the streak if it was hot and this one follows it at once (a
         second with nothing served is not hot)."""
         second = math.floor(now)
-        if self.used >= partitions.HEAT_SHARE and second == self.ends:
+        if self.used >= partitions.HEAT_SHARE and second == self.second_ends:
             if self.hot_since is None:
-                self.hot_since, self.hot = self.ends - 1.0, {}
+                self.hot_since, self.hot = self.second_ends - 1.0, {}
         else:
             self.hot_since = self.hot = None
-        self.ends, self.used = second + 1.0, 0.0
+        self.second_ends, self.used = second + 1.0, 0.0
         return self.hot_since is not None and second - self.hot_since >= partitions.HEAT_SPLIT_S
 
     def twin(self, now: float) -> Partition:
@@ -267,6 +284,7 @@ class Resource:
         partition key carried it all (docs/capacity.md, decision 4). Either way its streak starts again."""
         cut = partitions.heat_cut(part.hot or {})
         part.hot_since = part.hot = None
+        part.ends = part.second_ends
         if cut is None:
             return
         i = next(n for n, p in enumerate(self.parts) if p is part)
@@ -290,7 +308,9 @@ class TableThroughput:
         self.sized_at = -math.inf
         self.throttled_requests: dict[str, int] = {}  # operation -> requests throttled (ThrottledRequests)
         # kind -> the table's own buckets for `charge_one`, looked up once per configuration, not per request:
-        # (resource, OnDemandThroughput cap, quota, provisioned bucket, partition share of a unit, peak, per partition)
+        # (resource, OnDemandThroughput cap, the table's bucket, partition share of a unit, peak, per partition). The
+        # table's bucket is the provisioned one in provisioned mode and the per-table quota on demand: a table has
+        # one or the other (ThroughputModel._configure), so the fast path checks one bucket inline.
         self.lanes: dict[str, tuple] = {}
 
     def lane(self, kind: str) -> tuple:
@@ -298,9 +318,10 @@ class TableThroughput:
         if lane is None:
             resource = self.resources[None]
             peak = resource.peaks[kind] if resource.peaks is not None else None
+            provisioned, quota = resource.provisioned.get(kind), self.quota.get(kind)
+            assert provisioned is None or quota is None  # provisioned mode has no quota bucket, on demand no rate
             lane = self.lanes[kind] = (
-                resource, resource.caps.get(kind), self.quota.get(kind), resource.provisioned.get(kind),
-                _SHARE[kind], peak, _PER_PARTITION[kind],
+                resource, resource.caps.get(kind), provisioned or quota, _SHARE[kind], peak, _PER_PARTITION[kind],
             )  # fmt: skip
         return lane
 
@@ -317,6 +338,7 @@ class ThroughputModel:
 
     def __init__(self, clock, tables, sizes, settings: CapacitySettings | None = None, insights=None) -> None:
         self.clock = clock
+        self._monotonic = clock.monotonic  # bound once: the fast path reads it per request
         self.tables_by_name = tables
         self.sizes = sizes
         self.settings = settings or CapacitySettings()
@@ -338,35 +360,35 @@ class ThroughputModel:
 
     def charge_one(self, table: str, kind: str, h: int, units: float, pk: bytes | None, sk: bytes | None) -> None:
         """`charge` of `units` on the table itself (no index), at partition hash `h`: the fast path of a GetItem or
-        an index-free write, with no Charge built."""
-        now = self.clock.monotonic()
+        an index-free write, with no Charge built, the buckets' arithmetic inlined (Bucket.admits and draw)."""
+        now = self._monotonic()
         state = self.tables.get(table)
-        if state is None or state.definition is not self.tables_by_name[table] or now - state.sized_at >= SIZE_RECHECK_S:
+        if state is None or state.definition is not self.tables_by_name[table]:
             state = self._state(table, now)
-        resource, cap, quota, provisioned, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
+        resource, cap, bucket, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
         starts = resource.starts
         part = resource.parts[h * resource.count >> 32 if starts is None else bisect_right(starts, h) - 1]
         share = units * unit_share
-        if now > part.last:  # Bucket.admits, inlined for a partition (rate 1, depth 1)
-            level = part.level + (now - part.last)
-            part.level = level if level < 1.0 else 1.0  # noqa: FURB136
-            part.last = now
+        empty = part.empty
+        if empty < now - 1.0:  # full (rate 1, depth 1)
+            empty = now - 1.0
+        if bucket is not None:  # the table's provisioned rate or quota, in seconds of its rate
+            table_empty = bucket.empty
+            if table_empty < now - bucket.span:
+                table_empty = now - bucket.span
+            wait = units * bucket.inverse
         if (
-            part.level >= (share if share < 1.0 else 1.0)  # noqa: FURB136
+            now - empty >= share  # one item's share is below the depth (400 KB: 400 WCU, 0.4 of a second)
+            and (bucket is None or now - table_empty >= (wait if wait < bucket.span else bucket.span))  # noqa: FURB136
             and (cap is None or cap.admits(units, now))
-            and (quota is None or quota.admits(units, now))
-            and (provisioned is None or provisioned.admits(units, now))
         ):
             if cap is not None:
-                cap.level -= units
-            if quota is not None:
-                quota.level -= units
-            if provisioned is not None:
-                provisioned.level -= units
-            part.level -= share
-            if now >= part.ends or part.hot is not None:  # Partition.served: only a new second or heat costs more
-                if part.served(h, share, now):
-                    resource.split_for_heat(part, now)
+                cap.draw(units)
+            if bucket is not None:
+                bucket.empty = table_empty + wait
+            part.empty = empty + share
+            if now >= part.ends:  # a new second (heat and the 10 GB rule are looked at), or a hot partition
+                self._second(state, resource, part, h, share, now)
             else:
                 part.used += share
             resource.consumed[kind] += units
@@ -378,6 +400,14 @@ class ThroughputModel:
         throttle = self._one(state, kind, None, h, units, units, pk, sk, now)  # refused: which limit, and counted
         if throttle is not None:
             raise throttle.error()
+
+    def _second(self, state: TableThroughput, resource: Resource, part: Partition, h: int, share: float, now: float):
+        """The fast path's slower turn, at most once a second per partition outside heat: Partition.served (and a
+        split for heat), and the size looked at again every SIZE_RECHECK_S."""
+        if part.served(h, share, now):
+            resource.split_for_heat(part, now)
+        if now - state.sized_at >= SIZE_RECHECK_S:
+            self._resize_by_size(state, self.tables_by_name[state.name], now)
 
     def try_charge(self, charge: Charge) -> Throttle | None:
         """Draw `charge` and return None, or draw nothing and return why not."""
@@ -425,13 +455,13 @@ class ThroughputModel:
             self._count_throttle(state, kind, ((name, h, units, pk, sk),), throttle, now, refused)
             return throttle
         if cap is not None:
-            cap.level -= units
+            cap.draw(units)
         if quota is not None:
-            quota.level -= total
+            quota.draw(total)
         if provisioned is not None:
-            provisioned.level -= units
+            provisioned.draw(units)
         if part is not None:
-            part.level -= share
+            part.draw(share)
             if part.served(h, share, now):
                 resource.split_for_heat(part, now)
         resource.consumed[kind] += units
@@ -526,7 +556,7 @@ class ThroughputModel:
     def _draw(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> None:
         for bucket, cost, resource, _limit, h in draws:
             bucket.refill(now)
-            bucket.level -= cost
+            bucket.draw(cost)
             if h is not None and bucket.served(h, cost, now):
                 resource.split_for_heat(bucket, now)
         kind = charge.kind
