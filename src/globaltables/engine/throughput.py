@@ -89,10 +89,10 @@ class Bucket:
         return level if level < self.depth else self.depth  # noqa: FURB136
 
     def refill(self, now: float) -> None:
-        if now > self.last:
+        if now > self.last:  # noqa: PLR1730 (max() is a call: hot path)
             self.last = now
         full = self.last - self.span
-        if self.empty < full:
+        if self.empty < full:  # noqa: PLR1730 (max() is a call: hot path)
             self.empty = full
 
     def admits(self, cost: float, now: float) -> bool:
@@ -370,11 +370,11 @@ class ThroughputModel:
         part = resource.parts[h * resource.count >> 32 if starts is None else bisect_right(starts, h) - 1]
         share = units * unit_share
         empty = part.empty
-        if empty < now - 1.0:  # full (rate 1, depth 1)
+        if empty < now - 1.0:  # noqa: PLR1730 (max() is a call: hot path); full (rate 1, depth 1)
             empty = now - 1.0
         if bucket is not None:  # the table's provisioned rate or quota, in seconds of its rate
             table_empty = bucket.empty
-            if table_empty < now - bucket.span:
+            if table_empty < now - bucket.span:  # noqa: PLR1730 (max() is a call: hot path)
                 table_empty = now - bucket.span
             wait = units * bucket.inverse
         if (
