@@ -520,8 +520,9 @@ class ThroughputModel:
 
     def _draws(self, charge: Charge) -> tuple[TableThroughput, float, list[tuple]]:
         """(bucket, what it would draw, its resource, the limit it stands for, the partition hash of a partition's
-        draw or None) for every bucket `charge` draws from, in the order limits are tried: maxima the user set (quick throttles), the table's quota, provisioned
-        capacity, partitions; within each, the table before its indexes."""
+        draw or None) for every bucket `charge` draws from, in the order limits are tried: maxima the user set
+        (quick throttles), the table's quota, provisioned capacity, partitions; within each, the table before its
+        indexes."""
         now = self.clock.monotonic()
         state = self._state(charge.table, now)
         kind = charge.kind
