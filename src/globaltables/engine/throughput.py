@@ -33,6 +33,8 @@ Cost (bench/capacity.py in process, bench/region_throughput.py --capacity-cost t
 write that touches no secondary index are charged by `charge_one`, from scalars (the units from the stored item
 size the read returned, the hash the store computed), against the table's buckets looked up once per configuration
 (`TableThroughput.lane`); no Charge, dict or list is built and no ARN is formatted unless the request is throttled.
+A bucket is kept as the time it was empty (`Bucket`), so bringing it up to date is one comparison; heat and the 10
+GB rule are looked at once a second per partition (`ThroughputModel._second`), not per request.
 
 Metrics: every resource counts what CloudWatch publishes for it (consumed units, throttle events, events by limit
 type) and feeds its Contributor Insights tracker when one is enabled (contributor_insights.py); `throttled` tells
