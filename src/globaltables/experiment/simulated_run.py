@@ -19,9 +19,8 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
   final reads    every replica's items by consistent Scans (MRSC: strong Scans through the request path);
   check, artifacts, results   runner.py's `_check`, `_write_artifacts` and `_results`, then report.py.
 
-Capacity: each MREC region's engine models capacity as the topology's `capacity:` says (modelled unless
-`unlimited`, as the region process's `--capacity`; MRSC regions on the simulator model none, docs/capacity.md
-decision 21), on the virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's
+Capacity: each region's engine models capacity as the topology's `capacity:` says (modelled unless `unlimited`, as
+the region process's `--capacity`; MRSC members as docs/capacity.md decision 21 says), on the virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's
 answer goes through LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
 results.json's `throttles`, and the workload's `sdk_retries` mode retries after its delays on the scheduler.
 
@@ -491,13 +490,12 @@ class _SimRun:
             raise ValueError("PlantedBugs.ignore_replicated_write plants an MREC bug; this topology is mode: mrsc")
         if not self.strong and self.hooks.local_strong_reads is not None:
             raise ValueError("PlantedBugs.local_strong_reads plants an MRSC bug; this topology is mode: mrec")
+        # Each region's capacity as the topology says, as its region process would run it (`--capacity`, modelled
+        # unless `capacity: unlimited`; docs/capacity.md, decisions 12 and 21), on the virtual clock.
+        capacity = {region.name: region.capacity for region in topology.regions}
         if self.strong:
-            self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False)
+            self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False, capacity=capacity)
         else:
-            # Each region's capacity as the topology says, as its region process would run it (`--capacity`,
-            # modelled unless `capacity: unlimited`; docs/capacity.md), on the virtual clock. MRSC regions on the
-            # simulator model none (decision 21).
-            capacity = {region.name: region.capacity for region in topology.regions}
             self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port, capacity=capacity)
         self.scheduler = self.cluster.scheduler
         self.clock = SimClock(self.scheduler)  # true time: the history's and the clients' clock
