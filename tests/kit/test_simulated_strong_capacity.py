@@ -87,3 +87,39 @@ def test_a_hot_key_throttles_simulated_strong_writes_at_the_coordinator_and_repl
     last = max(n for code, n, *_ in outcomes if code == "ok")
     assert found[A] == (sum(served), {"S": f"{last:02d}"})
     assert found[B] == (sum(served), {"S": f"{last:02d}"})
+
+
+def keys_in_one_partition(harness, count: int) -> list[str]:
+    """Partition-key strings that share partition 0 of the table's four (by the engine's encoding and placement)."""
+    from globaltables.engine import partitions
+    from globaltables.engine.storage.records import partition_hash
+
+    table = harness.cluster.members[A].api.tables[TABLE]
+    found: list[str] = []
+    n = 0
+    while len(found) < count:
+        key = f"k{n}"
+        n += 1
+        if partitions.partition_of(partition_hash(table.key.encode_partition({"S": key})), 4) == 0:
+            found.append(key)
+    return found
+
+
+def test_a_strong_batch_leaves_its_throttled_writes_unprocessed_and_fails_only_when_none_was_admitted():
+    with simulate(STRONG, seed=2, capacity="modelled") as harness:
+        client = harness.client(A)
+        first, second, third, fourth = keys_in_one_partition(harness, 4)
+        put = lambda key: {"PutRequest": {"Item": {**big_item(0), "id": {"S": key}}}}  # noqa: E731
+        answer = client.batch_write_item(
+            RequestItems={TABLE: [put(first), put(second), put(third)]}, ReturnConsumedCapacity="TOTAL"
+        )
+        # 350 + 350 units fit the partition's second, the third is left for the client to retry.
+        assert answer["UnprocessedItems"] == {TABLE: [put(third)]}
+        assert answer["ConsumedCapacity"] == [{"TableName": TABLE, "CapacityUnits": 700.0}]
+        with pytest.raises(ClientError) as refused:
+            client.batch_write_item(RequestItems={TABLE: [put(fourth)]})
+        assert refused.value.response["Error"]["Code"] == "ThrottlingException"
+        harness.wait_converged()
+        for region in (A, B):
+            held = {key for key in (first, second, third, fourth) if harness.read(region, TABLE, {"id": {"S": key}})}
+            assert held == {first, second}, region
