@@ -109,7 +109,7 @@ def test_a_strong_batch_leaves_its_throttled_writes_unprocessed_and_fails_only_w
     with simulate(STRONG, seed=2, capacity="modelled") as harness:
         client = harness.client(A)
         first, second, third, fourth = keys_in_one_partition(harness, 4)
-        put = lambda key: {"PutRequest": {"Item": {**big_item(0), "id": {"S": key}}}}  # noqa: E731
+        put = lambda key: {"PutRequest": {"Item": {**big_item(0), "id": {"S": key}}}}
         answer = client.batch_write_item(
             RequestItems={TABLE: [put(first), put(second), put(third)]}, ReturnConsumedCapacity="TOTAL"
         )
