@@ -331,8 +331,8 @@ def table_problems(faults: Sequence[Fault], table_names: Sequence[str], source: 
         where = f"{source}: {fault.verb} at {fault.at:g}s"
         if mode == "mrsc" and fault.verb in CAPACITY_VERBS:
             problems.append(
-                f"{where}: the topology is mode mrsc, whose regions do not model capacity (docs/capacity.md, "
-                "decision 11): there is no throughput to change"
+                f"{where}: the topology is mode mrsc: a schedule does not change a strong table's capacity "
+                "(docs/capacity.md, decision 21); change it with UpdateTable in each replica"
             )
         elif mode == "mrsc":
             problems.append(

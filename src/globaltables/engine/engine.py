@@ -156,6 +156,16 @@ class Engine:
         """Run one operation: its response (`execute` for the version too)."""
         return self.execute(operation, request)[0]
 
+    def check(self, operation: str, request: Any) -> dict:
+        """`handle` with nothing charged: every check of a read request, as a strong read runs them before its round
+        trip; the read after it is the one that consumes (docs/capacity.md, decision 21). Synchronous, so no other
+        request is served meanwhile."""
+        throughput, self.throughput = self.throughput, None
+        try:
+            return self.execute(operation, request)[0]
+        finally:
+            self.throughput = throughput
+
     def handle_many(self, operation: str, requests: list[Any]) -> list[tuple[dict | DynamoError, str | None]]:
         """Independent PutItem, UpdateItem or DeleteItem requests, validated together and then executed in order
         (phased.py): per request, its response or DynamoError and the version it read or wrote, exactly as one

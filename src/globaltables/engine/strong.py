@@ -10,12 +10,17 @@ Rules
    transaction: a commit hook stages them, so indexes, the item and the protocol's state change together or not at
    all. The version is opaque here: it is kept in the item's `version` column (tombstones keep it across deletes).
 2. Tables with local secondary indexes, a stream or TTL cannot be strong (facts §3): `unsupported` is the refusal.
+3. Capacity (docs/capacity.md, decision 21): a member applying a commit another region coordinated charges it as a
+   replicated write, what a local write of the same change would draw, without refusal: a commit a majority
+   accepted cannot be deferred, so a member short of capacity goes into debt and throttles its own clients until
+   the refill repays it. The coordinator charged the write when it admitted it (strong_requests.py, rule 5).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .capacity import item_write_charge
 from .errors import ValidationException
 from .storage.records import ItemWrite, SideChange
 from .values import item_size
@@ -58,9 +63,14 @@ class ImageCommits:
     ) -> None:  # fmt: skip
         """Write `image` over `old` (the item as stored) at `version`, with `side`, in one transaction."""
         engine = self.engine
-        pk, sk = engine.tables[table].key.encode(key)
+        definition = engine.tables[table]
+        pk, sk = definition.key.encode(key)
+        size = item_size(image) if image is not None else 0
+        throughput = engine.throughput
+        if throughput is not None and origin != engine.region:  # rule 3: charged, never refused
+            throughput.force(item_write_charge(definition, pk, old, image, size, sk=sk))
         write = ItemWrite(
-            table, pk, sk, image, item_size(image) if image is not None else 0, old,
+            table, pk, sk, image, size, old,
             version=version, origin=origin, old_version=None,
             tombstone=image is None, had_tombstone=True, deleted_at=engine.clock.wall_time(),
         )  # fmt: skip

@@ -10,7 +10,9 @@ Buckets (token buckets on the engine's monotonic clock, refilled continuously, n
   partition-seconds: a read of r units draws r/3000, a write of w units w/1000, refill 1 per second, depth 1 (one
   second of a partition's throughput). One bucket for both, so reads and writes share a partition as the linear
   combination r/3000 + w/1000 <= 1. Exceeded: KeyRangeThroughputExceeded. A key lives in one partition, so one key
-  never gets more than 1,000 WCU / 3,000 RCU a second.
+  never gets more than 1,000 WCU / 3,000 RCU a second. A partition that serves at least 80 % of that in each of 120
+  seconds in a row splits for heat at a hash chosen from the keys it served (`Partition.served`,
+  partitions.heat_cut; docs/capacity.md, decision 4): two hot keys that shared it then get a partition each.
 - Provisioned mode: per table and per GSI, a read and a write bucket filling at the provisioned rate, depth 300
   seconds of it (burst capacity), starting with one second. Any partition may draw from them, up to its own
   partition bucket: that is adaptive capacity, instant and never above the partition limit. Exceeded:
@@ -31,6 +33,8 @@ Cost (bench/capacity.py in process, bench/region_throughput.py --capacity-cost t
 write that touches no secondary index are charged by `charge_one`, from scalars (the units from the stored item
 size the read returned, the hash the store computed), against the table's buckets looked up once per configuration
 (`TableThroughput.lane`); no Charge, dict or list is built and no ARN is formatted unless the request is throttled.
+A bucket is kept as the time it was empty (`Bucket`), so bringing it up to date is one comparison; heat and the 10
+GB rule are looked at once a second per partition (`ThroughputModel._second`), not per request.
 
 Metrics: every resource counts what CloudWatch publishes for it (consumed units, throttle events, events by limit
 type) and feeds its Contributor Insights tracker when one is enabled (contributor_insights.py); `throttled` tells
@@ -41,6 +45,7 @@ them; docs/capacity.md, decisions 17-20.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from . import partitions
@@ -67,31 +72,95 @@ class CapacitySettings:
 
 
 class Bucket:
-    __slots__ = ("depth", "last", "level", "rate")
+    """A token bucket kept as the time it was (or will be) empty: its level at time t is rate * (t - empty), never
+    above its depth (`span`, depth / rate seconds after `empty`, it is full). A draw of c moves `empty` on by
+    c / rate; a level below zero is a debt (decision 8). Exactly the continuously refilled bucket, with one number
+    to bring up to date (`refill` clamps `empty` to now - span) instead of a level and a time. `level` is the level
+    as of the last refill."""
+
+    __slots__ = ("depth", "empty", "inverse", "last", "rate", "span")
 
     def __init__(self, rate: float, depth: float, level: float, now: float) -> None:
-        self.rate, self.depth, self.level, self.last = rate, depth, level, now
+        self.rate, self.depth, self.inverse, self.span = rate, depth, 1.0 / rate, depth / rate
+        self.empty = now - level / rate
+        self.last = now
+
+    @property
+    def level(self) -> float:
+        level = self.rate * (self.last - self.empty)
+        return level if level < self.depth else self.depth  # noqa: FURB136
 
     def refill(self, now: float) -> None:
-        if now > self.last:
-            level = self.level + (now - self.last) * self.rate
-            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
+        if now > self.last:  # noqa: PLR1730 (max() is a call: hot path)
             self.last = now
+        full = self.last - self.span
+        if self.empty < full:  # noqa: PLR1730 (max() is a call: hot path)
+            self.empty = full
 
     def admits(self, cost: float, now: float) -> bool:
-        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt). The
-        refill is lazy: only a bucket a request draws from is brought up to date, by the time since its last draw."""
-        if now > self.last:
-            level = self.level + (now - self.last) * self.rate
-            self.level = level if level < self.depth else self.depth  # noqa: FURB136 (min() is a call: hot path)
-            self.last = now
-        return self.level >= (cost if cost < self.depth else self.depth)  # noqa: FURB136
+        """Whether the bucket holds `cost`; a cost above its depth needs a full bucket (and leaves a debt)."""
+        self.refill(now)
+        return self.rate * (self.last - self.empty) >= (cost if cost < self.depth else self.depth)  # noqa: FURB136
+
+    def draw(self, cost: float) -> None:
+        self.empty += cost * self.inverse
 
     def retune(self, rate: float, depth: float, now: float) -> None:
         """A new rate from now on (UpdateTable): what accrued so far stays, up to the new depth."""
         self.refill(now)
-        self.rate, self.depth = rate, depth
-        self.level = min(self.level, depth)
+        level = min(self.level, depth)
+        self.rate, self.depth, self.inverse, self.span = rate, depth, 1.0 / rate, depth / rate
+        self.empty = self.last - level / rate
+
+
+class Partition(Bucket):
+    """A partition's bucket (rate 1, depth 1 partition-second: `empty` moves on by the share drawn) and its heat:
+    what it served in the current whole second of the monotonic clock, since when every second has been hot (at
+    least HEAT_SHARE served), and, during such a streak, the load each partition hash drew (the observed key
+    distribution a split point is chosen from). `ends` is when the fast path must call `served`: the end of the
+    second, or at once while the partition is hot."""
+
+    __slots__ = ("ends", "hot", "hot_since", "second_ends", "used")
+
+    def __init__(self, now: float, level: float = 1.0) -> None:
+        super().__init__(1.0, 1.0, level, now)
+        self.ends = self.second_ends = -math.inf  # when the current second ends
+        self.used = 0.0
+        self.hot_since: float | None = None
+        self.hot: dict[int, float] | None = None  # partition hash -> share served, while hot
+
+    def served(self, h: int, share: float, now: float) -> bool:
+        """Count `share` served at hash `h`; whether the partition has been hot long enough to split. Outside a
+        streak the fast path only adds to `used` until the second ends."""
+        split = False
+        if now >= self.second_ends:
+            split = self._roll(now)
+        self.used += share
+        hot = self.hot
+        if hot is not None:
+            if h in hot:
+                hot[h] += share
+            elif len(hot) < partitions.HEAT_KEYS:
+                hot[h] = share
+        self.ends = -math.inf if hot is not None else self.second_ends
+        return split
+
+    def _roll(self, now: float) -> bool:
+        """A new second: the one that ended continues the streak if it was hot and this one follows it at once (a
+        second with nothing served is not hot)."""
+        second = math.floor(now)
+        if self.used >= partitions.HEAT_SHARE and second == self.second_ends:
+            if self.hot_since is None:
+                self.hot_since, self.hot = self.second_ends - 1.0, {}
+        else:
+            self.hot_since = self.hot = None
+        self.second_ends, self.used = second + 1.0, 0.0
+        return self.hot_since is not None and second - self.hot_since >= partitions.HEAT_SPLIT_S
+
+    def twin(self, now: float) -> Partition:
+        """The new half of a split: it starts with what the partition holds now."""
+        self.refill(now)
+        return Partition(now, self.level)
 
 
 class Peak:
@@ -141,8 +210,11 @@ class Resource:
         self.arn = arn
         self.name = name  # the GSI's name, None for the table
         self.has_sort_key = has_sort_key
-        self.count = 0
-        self.parts: list[Bucket] = []
+        self.count = 0  # partitions
+        self.base = 0  # the partitions the rates, peaks, warm throughput and size ask for (equal ranges)
+        self.parts: list[Partition] = []
+        self.starts: list[int] | None = None  # each partition's first hash, once a split for heat made them unequal
+        self.heat_splits = 0
         self.provisioned: dict[str, Bucket] = {}  # kind -> bucket, provisioned mode only
         self.caps: dict[str, Bucket] = {}  # kind -> OnDemandThroughput maximum, on demand only
         self.peaks: dict[str, Peak] | None = None  # on demand only
@@ -199,12 +271,31 @@ class Resource:
             write = self.provisioned.get("write")
             wanted = partitions.provisioned_count(read.rate if read else 0, write.rate if write else 0, self.size)
         wanted = max(wanted, self.warm)
-        if wanted > self.count:  # split, never merged
-            self.count = wanted
-            self.parts = [Bucket(1.0, 1.0, 1.0, now) for _ in range(wanted)]
+        if wanted > self.base:  # split, never merged: cuts made for heat stay
+            self.base = wanted
+            if self.starts is not None:
+                self.starts = sorted(set(self.starts) | set(partitions.uniform_starts(wanted)))
+            self.count = wanted if self.starts is None else len(self.starts)
+            self.parts = [Partition(now) for _ in range(self.count)]
 
-    def partition(self, h: int) -> Bucket:
-        return self.parts[partitions.partition_of(h, self.count)]
+    def partition(self, h: int) -> Partition:
+        return self.parts[partitions.place(h, self.count, self.starts)]
+
+    def split_for_heat(self, part: Partition, now: float) -> None:
+        """`part` has been hot for HEAT_SPLIT_S: cut it in two where its observed load balances, unless one
+        partition key carried it all (docs/capacity.md, decision 4). Either way its streak starts again."""
+        cut = partitions.heat_cut(part.hot or {})
+        part.hot_since = part.hot = None
+        part.ends = part.second_ends
+        if cut is None:
+            return
+        i = next(n for n, p in enumerate(self.parts) if p is part)
+        starts = self.starts if self.starts is not None else partitions.uniform_starts(self.count)
+        starts.insert(i + 1, cut)
+        self.parts.insert(i + 1, part.twin(now))
+        self.starts = starts
+        self.count += 1
+        self.heat_splits += 1
 
 
 class TableThroughput:
@@ -219,7 +310,9 @@ class TableThroughput:
         self.sized_at = -math.inf
         self.throttled_requests: dict[str, int] = {}  # operation -> requests throttled (ThrottledRequests)
         # kind -> the table's own buckets for `charge_one`, looked up once per configuration, not per request:
-        # (resource, OnDemandThroughput cap, quota, provisioned bucket, partition share of a unit, peak, per partition)
+        # (resource, OnDemandThroughput cap, the table's bucket, partition share of a unit, peak, per partition). The
+        # table's bucket is the provisioned one in provisioned mode and the per-table quota on demand: a table has
+        # one or the other (ThroughputModel._configure), so the fast path checks one bucket inline.
         self.lanes: dict[str, tuple] = {}
 
     def lane(self, kind: str) -> tuple:
@@ -227,9 +320,10 @@ class TableThroughput:
         if lane is None:
             resource = self.resources[None]
             peak = resource.peaks[kind] if resource.peaks is not None else None
+            provisioned, quota = resource.provisioned.get(kind), self.quota.get(kind)
+            assert provisioned is None or quota is None  # provisioned mode has no quota bucket, on demand no rate
             lane = self.lanes[kind] = (
-                resource, resource.caps.get(kind), self.quota.get(kind), resource.provisioned.get(kind),
-                _SHARE[kind], peak, _PER_PARTITION[kind],
+                resource, resource.caps.get(kind), provisioned or quota, _SHARE[kind], peak, _PER_PARTITION[kind],
             )  # fmt: skip
         return lane
 
@@ -246,6 +340,7 @@ class ThroughputModel:
 
     def __init__(self, clock, tables, sizes, settings: CapacitySettings | None = None, insights=None) -> None:
         self.clock = clock
+        self._monotonic = clock.monotonic  # bound once: the fast path reads it per request
         self.tables_by_name = tables
         self.sizes = sizes
         self.settings = settings or CapacitySettings()
@@ -267,31 +362,37 @@ class ThroughputModel:
 
     def charge_one(self, table: str, kind: str, h: int, units: float, pk: bytes | None, sk: bytes | None) -> None:
         """`charge` of `units` on the table itself (no index), at partition hash `h`: the fast path of a GetItem or
-        an index-free write, with no Charge built."""
-        now = self.clock.monotonic()
+        an index-free write, with no Charge built, the buckets' arithmetic inlined (Bucket.admits and draw)."""
+        now = self._monotonic()
         state = self.tables.get(table)
-        if state is None or state.definition is not self.tables_by_name[table] or now - state.sized_at >= SIZE_RECHECK_S:
+        if state is None or state.definition is not self.tables_by_name[table]:
             state = self._state(table, now)
-        resource, cap, quota, provisioned, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
-        part = resource.parts[h * resource.count >> 32]  # partitions.partition_of, inlined
+        resource, cap, bucket, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
+        starts = resource.starts
+        part = resource.parts[h * resource.count >> 32 if starts is None else bisect_right(starts, h) - 1]
         share = units * unit_share
-        if now > part.last:  # Bucket.admits, inlined for a partition (rate 1, depth 1)
-            level = part.level + (now - part.last)
-            part.level = level if level < 1.0 else 1.0  # noqa: FURB136
-            part.last = now
+        empty = part.empty
+        if empty < now - 1.0:  # noqa: PLR1730 (max() is a call: hot path); full (rate 1, depth 1)
+            empty = now - 1.0
+        if bucket is not None:  # the table's provisioned rate or quota, in seconds of its rate
+            table_empty = bucket.empty
+            if table_empty < now - bucket.span:  # noqa: PLR1730 (max() is a call: hot path)
+                table_empty = now - bucket.span
+            wait = units * bucket.inverse
         if (
-            part.level >= (share if share < 1.0 else 1.0)  # noqa: FURB136
+            now - empty >= share  # one item's share is below the depth (400 KB: 400 WCU, 0.4 of a second)
+            and (bucket is None or now - table_empty >= (wait if wait < bucket.span else bucket.span))  # noqa: FURB136
             and (cap is None or cap.admits(units, now))
-            and (quota is None or quota.admits(units, now))
-            and (provisioned is None or provisioned.admits(units, now))
         ):
             if cap is not None:
-                cap.level -= units
-            if quota is not None:
-                quota.level -= units
-            if provisioned is not None:
-                provisioned.level -= units
-            part.level -= share
+                cap.draw(units)
+            if bucket is not None:
+                bucket.empty = table_empty + wait
+            part.empty = empty + share
+            if now >= part.ends:  # a new second (heat and the 10 GB rule are looked at), or a hot partition
+                self._second(state, resource, part, h, share, now)
+            else:
+                part.used += share
             resource.consumed[kind] += units
             if resource.insights is not None and pk is not None:
                 resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
@@ -301,6 +402,14 @@ class ThroughputModel:
         throttle = self._one(state, kind, None, h, units, units, pk, sk, now)  # refused: which limit, and counted
         if throttle is not None:
             raise throttle.error()
+
+    def _second(self, state: TableThroughput, resource: Resource, part: Partition, h: int, share: float, now: float):
+        """The fast path's slower turn, at most once a second per partition outside heat: Partition.served (and a
+        split for heat), and the size looked at again every SIZE_RECHECK_S."""
+        if part.served(h, share, now):
+            resource.split_for_heat(part, now)
+        if now - state.sized_at >= SIZE_RECHECK_S:
+            self._resize_by_size(state, self.tables_by_name[state.name], now)
 
     def try_charge(self, charge: Charge) -> Throttle | None:
         """Draw `charge` and return None, or draw nothing and return why not."""
@@ -329,7 +438,7 @@ class ThroughputModel:
         cap = resource.caps.get(kind) if resource.caps else None
         quota = state.quota.get(kind) if state.quota else None
         provisioned = resource.provisioned.get(kind) if resource.provisioned else None
-        part = resource.parts[h * resource.count >> 32] if resource.count else None
+        part = resource.parts[partitions.place(h, resource.count, resource.starts)] if resource.count else None
         share = units * _SHARE[kind]
         limit = None
         refused = resource
@@ -348,13 +457,15 @@ class ThroughputModel:
             self._count_throttle(state, kind, ((name, h, units, pk, sk),), throttle, now, refused)
             return throttle
         if cap is not None:
-            cap.level -= units
+            cap.draw(units)
         if quota is not None:
-            quota.level -= total
+            quota.draw(total)
         if provisioned is not None:
-            provisioned.level -= units
+            provisioned.draw(units)
         if part is not None:
-            part.level -= share
+            part.draw(share)
+            if part.served(h, share, now):
+                resource.split_for_heat(part, now)
         resource.consumed[kind] += units
         if resource.insights is not None and pk is not None:
             resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
@@ -373,7 +484,7 @@ class ThroughputModel:
         throttle of the first bucket short; the caller defers the record, it is never dropped (docs/capacity.md,
         decision 16). A draw larger than what a bucket holds above its reserve needs a full bucket (decision 8)."""
         state, now, draws = self._draws(charge)
-        for bucket, cost, resource, limit in draws:
+        for bucket, cost, resource, limit, _h in draws:
             bucket.refill(now)
             reserve = min(bucket.rate * REPLICATION_RESERVE_S, bucket.depth / 2)
             if bucket.level < min(cost + reserve, bucket.depth):
@@ -381,6 +492,12 @@ class ThroughputModel:
                 return Throttle(resource.resource_type, "Write", limit, resource.arn, on_demand)
         self._draw(state, charge, draws, now)
         return None
+
+    def force(self, charge: Charge) -> None:
+        """Draw `charge` whatever the buckets hold (an MRSC commit a member applies, docs/capacity.md decision 21):
+        a bucket it overdraws is in debt, and the requests of the region's own clients wait for the refill."""
+        state, now, draws = self._draws(charge)
+        self._draw(state, charge, draws, now)
 
     # ------------------------------------------------------------------------------------------------ batches
 
@@ -403,35 +520,36 @@ class ThroughputModel:
         state, now, draws = self._draws(charge)
         return self._refused(state, charge, draws, now)
 
-    def _draws(self, charge: Charge) -> tuple[TableThroughput, float, list[tuple[Bucket, float, Resource, str]]]:
-        """(bucket, what it would draw, its resource, the limit it stands for) for every bucket `charge` draws
-        from, in the order limits are tried: maxima the user set (quick throttles), the table's quota, provisioned
-        capacity, partitions; within each, the table before its indexes."""
+    def _draws(self, charge: Charge) -> tuple[TableThroughput, float, list[tuple]]:
+        """(bucket, what it would draw, its resource, the limit it stands for, the partition hash of a partition's
+        draw or None) for every bucket `charge` draws from, in the order limits are tried: maxima the user set
+        (quick throttles), the table's quota, provisioned capacity, partitions; within each, the table before its
+        indexes."""
         now = self.clock.monotonic()
         state = self._state(charge.table, now)
         kind = charge.kind
         resources = state.resources
-        first: list[tuple[Bucket, float, Resource, str]] = []
-        provisioned: list[tuple[Bucket, float, Resource, str]] = []
-        parts: list[tuple[Bucket, float, Resource, str]] = []
+        first: list[tuple] = []
+        provisioned: list[tuple] = []
+        parts: list[tuple] = []
         for name, h, units, _pk, _sk in charge.places:
             resource = resources.get(name)
             if resource is None:  # an index dropped since the charge was made
                 continue
             bucket = resource.caps.get(kind)
             if bucket is not None:
-                first.append((bucket, units, resource, MAX_ON_DEMAND))
+                first.append((bucket, units, resource, MAX_ON_DEMAND, None))
             bucket = resource.provisioned.get(kind)
             if bucket is not None:
-                provisioned.append((bucket, units, resource, PROVISIONED))
-            parts.append((resource.partition(h), partitions.share(kind, units), resource, KEY_RANGE))
+                provisioned.append((bucket, units, resource, PROVISIONED, None))
+            parts.append((resource.partition(h), partitions.share(kind, units), resource, KEY_RANGE, h))
         quota = state.quota.get(kind)
         if quota is not None:
-            first.append((quota, charge.total, resources[None], ACCOUNT_LIMIT))
+            first.append((quota, charge.total, resources[None], ACCOUNT_LIMIT, None))
         return state, now, first + provisioned + parts
 
     def _refused(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> Throttle | None:
-        for bucket, cost, resource, limit in draws:
+        for bucket, cost, resource, limit, _h in draws:
             if not bucket.admits(cost, now):
                 operation = "Read" if charge.kind == "read" else "Write"
                 on_demand = state.resources[None].peaks is not None
@@ -439,9 +557,11 @@ class ThroughputModel:
         return None
 
     def _draw(self, state: TableThroughput, charge: Charge, draws: list, now: float) -> None:
-        for bucket, cost, _resource, _limit in draws:
+        for bucket, cost, resource, _limit, h in draws:
             bucket.refill(now)
-            bucket.level -= cost
+            bucket.draw(cost)
+            if h is not None and bucket.served(h, cost, now):
+                resource.split_for_heat(bucket, now)
         kind = charge.kind
         weight = 3.0 if kind == "write" else 1.0
         on_demand = state.resources[None].peaks is not None

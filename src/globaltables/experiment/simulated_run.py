@@ -19,10 +19,9 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
   final reads    every replica's items by consistent Scans (MRSC: strong Scans through the request path);
   check, artifacts, results   runner.py's `_check`, `_write_artifacts` and `_results`, then report.py.
 
-Capacity: each MREC region's engine models capacity as the topology's `capacity:` says (modelled unless
-`unlimited`, as the region process's `--capacity`; MRSC regions model none, docs/capacity.md decision 11), on the
-virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's answer goes through
-LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
+Capacity: each region's engine models capacity as the topology's `capacity:` says (modelled unless `unlimited`, as
+the region process's `--capacity`; MRSC members as docs/capacity.md decision 21 says), on the virtual clock, so throttles and replication's deferrals replay from the seed. Every attempt's
+answer goes through LoadGenerator's `attempt_answered` (load.py, the process run's own): throttles are counted by reason into
 results.json's `throttles`, and the workload's `sdk_retries` mode retries after its delays on the scheduler.
 
 What differs from a process run, by construction: an MREC request takes no virtual time (the region answers at the
@@ -499,13 +498,13 @@ class _SimRun:
             raise ValueError("PlantedBugs.ignore_replicated_write plants an MREC bug; this topology is mode: mrsc")
         if not self.strong and self.hooks.mrsc_bugs():
             raise ValueError(f"PlantedBugs.{self.hooks.mrsc_bugs()[0]} plants an MRSC bug; this topology is mode: mrec")
+        # Each region's capacity as the topology says, as its region process would run it (`--capacity`, modelled
+        # unless `capacity: unlimited`; docs/capacity.md, decisions 12 and 21), on the virtual clock.
+        capacity = {region.name: region.capacity for region in topology.regions}
         if self.strong:
-            self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False, on_node=self._node)
+            self.cluster: Any = MrscCluster.from_topology(topology, seed, journal=False, capacity=capacity,
+                                                          on_node=self._node)  # fmt: skip
         else:
-            # Each region's capacity as the topology says, as its region process would run it (`--capacity`,
-            # modelled unless `capacity: unlimited`; docs/capacity.md), on the virtual clock. MRSC regions model
-            # none (decision 11), on the simulator as in their processes.
-            capacity = {region.name: region.capacity for region in topology.regions}
             self.cluster = SimCluster(topology, seed, journal=False, port_wrapper=self._port, capacity=capacity)
         self.scheduler = self.cluster.scheduler
         self.clock = SimClock(self.scheduler)  # true time: the history's and the clients' clock

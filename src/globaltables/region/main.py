@@ -69,8 +69,8 @@ class RegionConfig:
     # Access key id -> AccessKey (region/signing.py): every request's signature is verified. None: any well-formed
     # signature of this region and the current time is accepted.
     credentials: Mapping[str, AccessKey] | None = field(default=None, repr=False)
-    # "modelled": tables throttle as DynamoDB's do; "unlimited": never (engine/throughput.py, docs/capacity.md). An
-    # MRSC topology's regions never throttle (docs/capacity.md, decision 11).
+    # "modelled": tables throttle as DynamoDB's do; "unlimited": never (engine/throughput.py, docs/capacity.md; an
+    # MRSC topology's regions as decision 21 says).
     capacity: str = "modelled"
 
 

@@ -264,7 +264,11 @@ def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Applicat
 
     settings = config.replication
     clock = SkewedClock(offset_s=settings.clock_offset_ms / 1000.0)
-    engine = Engine(store, clock, region=config.name, stream_retention_s=config.stream_retention_s)
+    # Capacity as the region's `--capacity` says (docs/capacity.md, decision 21): a strong write is admitted against
+    # this region's buckets before it is proposed, and a member charges the commits it applies.
+    engine = Engine(
+        store, clock, region=config.name, stream_retention_s=config.stream_retention_s, capacity=config.capacity
+    )
     host = MrscHost(engine, store, settings, clock, signing=RequestSigning(config.name, clock, config.credentials))
     host.prepare()
     app = make_app(

@@ -149,6 +149,9 @@ class MrscRequests:
         node = self.node
         plan = strong_requests.prepare(engine, operation, request)
         rest = engine.handle("BatchWriteItem", plan.rest) if plan.rest is not None else None
+        strong_requests.admit(engine, plan)  # this region's capacity, before anything is proposed
+        if not plan.writes:  # a batch all of whose strong requests were throttled, answered with the rest's
+            return strong_requests.respond(engine, plan, [], rest)
         self.counts["writes"] += 1
         timeout = self.config.write_timeout_ms
         outcomes = yield [
@@ -199,7 +202,7 @@ class MrscRequests:
         segment) is range-synced with another member first (replication/mrsc/range_read.py), then read locally:
         linearizable per item, not a snapshot across items."""
         engine = self.engine
-        engine.handle(operation, request)  # every check of the request, before the round trips
+        engine.check(operation, request)  # every check of the request, before the round trips (nothing charged)
         table = engine.tables[request["TableName"]]
         if converting(table):  # empty, and nothing is written anywhere until the conversion is done
             return engine.handle(operation, request)
@@ -241,7 +244,7 @@ class MrscRequests:
         """BatchGetItem with ConsistentRead: every key of a strong table synced (in parallel, one Sync each) before
         the whole batch reads locally; linearizable per item, like GetItem (not a snapshot across items)."""
         engine = self.engine
-        engine.handle("BatchGetItem", request)  # every check of the request, before the round trips
+        engine.check("BatchGetItem", request)  # every check of the request, before the round trips (nothing charged)
         reads = []
         for name, raw_key in self._strong_keys(request):
             _pk, _sk, key = engine.tables[name].key.key_from_request(raw_key)

@@ -87,7 +87,8 @@ class MrscMember:
 
     def start(self) -> None:
         cluster = self.cluster
-        self.api = Engine(self.store, self.clock, region=self.name, ids=self.ids)
+        capacity = "unlimited" if self.witness else cluster.capacity_of(self.name)
+        self.api = Engine(self.store, self.clock, region=self.name, ids=self.ids, capacity=capacity)
         self.engine = None if self.witness else self.api
         self.strong = StrongStore(self.store, self.engine, self.name)
         others = cluster.others(self.name)
@@ -122,18 +123,23 @@ class MrscCluster:
         clock_offsets: Mapping[str, float] | None = None,
         make_store: Callable[[], Any] = MemoryStore,
         on_node: Callable[[str, Any], None] | None = None,
+        capacity: Any = "unlimited",
     ) -> None:
         """`link`: every link's settings (default 30 ms + up to 2 ms uniform jitter); `links[(src, dest)]`: a
         directed link's own (the topology's). `tables`: CreateTable requests (default: `table`, else one table
         "Items" keyed by the string `pk`); the first is the table of `write` / `read` / `query`. `clock_offsets`:
         seconds each member's wall clock is ahead (negative: behind). `make_store`: each member's empty store (its
         "disk"; any store of engine/storage: tests hold the protocol to the same history on each). `on_node(member,
-        node)`: called with every node a member (re)starts with, before it runs (a test plants bugs in it there)."""
+        node)`: called with every node a member (re)starts with, before it runs (a test plants bugs in it there).
+        `capacity`: each replica's engine capacity option (engine/throughput.py), one for all or a mapping region ->
+        option: "unlimited" by default (docs/capacity.md, decision 12), "modelled" to admit strong writes against the
+        member's buckets on the virtual clock as a region process does (decision 21); a witness models none."""
         if len(set(members)) != 3 or (witness is not None and witness not in members):
             raise ValueError(f"an MRSC cluster has three distinct members (a witness among them), not {members!r}")
         self.scheduler = Scheduler()
         self.make_store = make_store
         self.on_node = on_node
+        self.capacity = capacity
         self.rng = Rng(seed)
         self.config = config or MrscConfig()
         self.network = SimNetwork(
@@ -167,7 +173,8 @@ class MrscCluster:
     def from_topology(
         cls, topology: Topology, seed: int = 0, *, config: MrscConfig | None = None, journal: bool = True,
         on_node: Callable[[str, Any], None] | None = None,
-    ) -> MrscCluster:
+        capacity: Any = "unlimited",
+    ) -> MrscCluster:  # fmt: skip
         """The cluster of a loaded `mode: mrsc` topology, each member from its RegionPlan (as a region process
         runs): its three regions (the witness by role), each directed link's latency and jitter, the regions' clock
         offsets and the declared tables."""
@@ -189,7 +196,14 @@ class MrscCluster:
             links=links,
             clock_offsets={name: plan.clock_offset_ms / 1000 for name, plan in plans.items()},
             on_node=on_node,
+            capacity=capacity,
         )
+
+    def capacity_of(self, region: str) -> Any:
+        """The capacity option `region`'s engine is made with (at the start and at every restart)."""
+        if isinstance(self.capacity, Mapping):
+            return self.capacity.get(region, "unlimited")
+        return self.capacity
 
     # The shape chaos.target.SimTarget drives (as sim/cluster.py's SimCluster has it).
 

@@ -55,14 +55,16 @@ class _Flight:
 
 class MrscSimHarness(ReadsThroughClients, SimulatedHarness):
     """A `mode: mrsc` topology (three replicas, or two and a witness) as an `MrscCluster`. `config`: the members'
-    MRSC settings (default: a region process's)."""
+    MRSC settings (default: a region process's). `capacity`: the replicas' engine capacity option, "unlimited" by
+    default, "modelled" to throttle as a region process does on the virtual clock (docs/capacity.md, decision 21)."""
 
     def __init__(
-        self, topology: Topology, seed: int = 0, *, journal: bool = True, config: MrscConfig | None = None
-    ) -> None:
+        self, topology: Topology, seed: int = 0, *, journal: bool = True, config: MrscConfig | None = None,
+        capacity: Any = "unlimited",
+    ) -> None:  # fmt: skip
         if topology.mode != "mrsc":
             raise ValueError(f"topology {topology.name!r} is mode: {topology.mode}; MrscSimHarness runs mode: mrsc")
-        self.cluster = MrscCluster.from_topology(topology, seed, config=config, journal=journal)
+        self.cluster = MrscCluster.from_topology(topology, seed, config=config, journal=journal, capacity=capacity)
         super().__init__(topology, seed)
         self.witnesses = frozenset(name for name, member in self.cluster.members.items() if member.witness)
         self._flights: list[_Flight] = []  # in the air, in the order they took off
