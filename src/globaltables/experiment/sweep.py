@@ -451,11 +451,9 @@ def describe_violation(violation: Any) -> str:
     return str(violation)
 
 
-def summary_text(record: dict[str, Any]) -> str:
-    t = record["totals"]
-    lines = [
-        f"# Sweep of {record['topology']} ({', '.join(record['modes'])}, seeds {record['seeds']})",
-        "",
+def totals_lines(t: dict[str, Any]) -> list[str]:
+    """The summary's lines of `totals` (a sweep's, or a suite's sum of them), log records aside."""
+    return [
         f"runs: {t['runs']} ({t['valid']} valid, {t['invalid']} invalid, {t['unknown']} unknown)",
         f"operations: {t['operations']}",
         f"acknowledged writes: {t['acknowledged_writes']}",
@@ -463,6 +461,15 @@ def summary_text(record: dict[str, Any]) -> str:
         "failures by checker: " + (", ".join(f"{name} {count}" for name, count in t["failures_by_checker"].items())
                                    or "none"),
     ]  # fmt: skip
+
+
+def summary_text(record: dict[str, Any]) -> str:
+    t = record["totals"]
+    lines = [
+        f"# Sweep of {record['topology']} ({', '.join(record['modes'])}, seeds {record['seeds']})",
+        "",
+        *totals_lines(t),
+    ]
     if t.get("log_records"):
         logged = sum(1 for v in record["runs"] if (v.get("log") or {}).get("records"))
         lines.append(f"log records: {t['log_records']} from {logged} runs (each run's in sweep.json `log`)")

@@ -35,6 +35,7 @@ from .sweep import (
     progress_bar,
     run_sweep,
     totals,
+    totals_lines,
 )
 from ..topology.load import TopologyError
 from .topology import load_topology
@@ -163,14 +164,9 @@ def suite_summary_text(suite: dict[str, Any]) -> str:
                          f"| {m['operations']} | {m['acknowledged_writes']} | {m['faults']} |")  # fmt: skip
     lines += [
         "",
-        f"runs: {t['runs']} ({t['valid']} valid, {t['invalid']} invalid, {t['unknown']} unknown)",
-        f"operations: {t['operations']}",
-        f"acknowledged writes: {t['acknowledged_writes']}",
-        f"faults injected: {t['faults']}",
+        *totals_lines(t),
         *([f"log records: {t['log_records']} (each run's in its sweep's sweep.json `log`)"] if t["log_records"] else []),
-        "failures by checker: " + (", ".join(f"{name} {count}" for name, count in t["failures_by_checker"].items())
-                                   or "none"),
-    ]  # fmt: skip
+    ]
     failing = [(entry, f) for entry in suite["sweeps"] for f in entry["failing"]]
     if failing:
         lines += ["", "## Failing seeds (each sweep's summary.md has its first violations)", ""]

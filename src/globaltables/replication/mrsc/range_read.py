@@ -28,6 +28,7 @@ import orjson
 
 from .messages import RangeSynced, SyncRange
 from .records import item_id
+from .strong_read import soonest_wake
 
 PAGE_KEYS = 500  # the reader's records per page
 PAGE_BYTES = 1 << 20  # the member cuts its answer short past this many bytes of images
@@ -96,12 +97,7 @@ class RangeReader:
                 self._attempt(round_, now)
 
     def next_deadline(self) -> float | None:
-        soonest: float | None = None
-        for r in self.rounds.values():
-            at = min(r.deadline, r.next_send)
-            if soonest is None or at < soonest:
-                soonest = at
-        return soonest
+        return soonest_wake(self.rounds.values())
 
     # ----------------------------------------------------------------------------------------------- helpers
 

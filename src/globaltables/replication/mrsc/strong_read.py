@@ -11,6 +11,7 @@ any one answer suffices.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,16 @@ class Round:
     next_send: float = 0.0
     unanswered: int = 0  # attempts in a row without any answer
     follow: Any = None  # a range read's per-key follow-up (range_read.py): called with (ok, now) instead
+
+
+def soonest_wake(rounds: Iterable[Any]) -> float | None:
+    """The earliest deadline or resend time of `rounds` (objects with `deadline` and `next_send`), in one pass."""
+    soonest: float | None = None
+    for r in rounds:
+        at = min(r.deadline, r.next_send)
+        if soonest is None or at < soonest:
+            soonest = at
+    return soonest
 
 
 class StrongReader:
@@ -74,12 +85,7 @@ class StrongReader:
                 self._attempt(round_, now)
 
     def next_deadline(self) -> float | None:
-        soonest: float | None = None
-        for r in self.rounds.values():
-            at = min(r.deadline, r.next_send)
-            if soonest is None or at < soonest:
-                soonest = at
-        return soonest
+        return soonest_wake(self.rounds.values())
 
     def _attempt(self, round_: Round, now: float) -> None:
         node = self.node
