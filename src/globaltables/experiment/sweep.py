@@ -502,8 +502,6 @@ def sweep_command(topology_path: Path, seeds: str, *, chaos_path: Path | None = 
                   modes: str | None = None, jobs: int | None = None, executor: str | None = None,
                   out_dir: Path | None = None, duration_s: float | None = None,
                   keep_failures: int = DEFAULT_KEEP_FAILURES, stream: IO[str] | None = None) -> int:  # fmt: skip
-    from .executors import ExecutorError, open_executor
-
     stream = stream if stream is not None else sys.stdout
     try:
         sweep = plan_sweep(topology_path, seeds, modes=modes, chaos_path=chaos_path, nemesis=nemesis,
@@ -514,18 +512,29 @@ def sweep_command(topology_path: Path, seeds: str, *, chaos_path: Path | None = 
     name = Path(topology_path).stem
     out_dir = out_dir if out_dir is not None else Path("results") / f"sweep-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     total = len(sweep.seeds) * len(sweep.modes)
-    try:
-        with open_executor(executor, jobs) as pool, progress_bar(total, sys.stderr) as advance:
-            record = run_sweep(sweep, out_dir, pool, keep_failures=keep_failures, on_done=advance)
-    except ExecutorError as error:
-        print(f"globaltables sweep: {error}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    except KeyboardInterrupt:
-        print("globaltables sweep: interrupted", file=sys.stderr)
+    record = with_progress(executor, jobs, total,
+                           lambda pool, advance: run_sweep(sweep, out_dir, pool, keep_failures=keep_failures,
+                                                           on_done=advance))  # fmt: skip
+    if record is None:
         return EXIT_INCOMPLETE
     stream.write(summary_text(record))
     stream.write(f"\nsweep: {out_dir / 'sweep.json'}\n")
     return exit_status(record)
+
+
+def with_progress(executor: str | None, jobs: int | None, total: int, work: Callable[[Executor, Any], Any]) -> Any:
+    """`work(pool, advance)` on the executor named, under a progress bar of `total` runs; None, said on stderr, when
+    the executor cannot be had or the user interrupts."""
+    from .executors import ExecutorError, open_executor
+
+    try:
+        with open_executor(executor, jobs) as pool, progress_bar(total, sys.stderr) as advance:
+            return work(pool, advance)
+    except ExecutorError as error:
+        print(f"globaltables sweep: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("globaltables sweep: interrupted", file=sys.stderr)
+    return None
 
 
 class progress_bar:

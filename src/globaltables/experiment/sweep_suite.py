@@ -23,6 +23,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import IO, Any
 
+from ..topology.load import TopologyError
 from .sweep import (
     DEFAULT_KEEP_FAILURES,
     EXIT_INCOMPLETE,
@@ -32,12 +33,11 @@ from .sweep import (
     exit_status,
     parse_modes,
     plan_sweep,
-    progress_bar,
     run_sweep,
     totals,
     totals_lines,
+    with_progress,
 )
-from ..topology.load import TopologyError
 from .topology import load_topology
 
 SUITE_VERSION = 1
@@ -182,8 +182,6 @@ def suite_command(paths: list[Path], seeds: str, *, chaos_path: Path | None = No
                   modes: str | None = None, jobs: int | None = None, executor: str | None = None,
                   out_dir: Path | None = None, duration_s: float | None = None,
                   keep_failures: int = DEFAULT_KEEP_FAILURES, stream: IO[str] | None = None) -> int:  # fmt: skip
-    from .executors import ExecutorError, open_executor
-
     stream = stream if stream is not None else sys.stdout
     try:
         sweeps, left_out = plan_suite(paths, seeds, modes=modes, chaos_path=chaos_path, nemesis=nemesis,
@@ -193,15 +191,10 @@ def suite_command(paths: list[Path], seeds: str, *, chaos_path: Path | None = No
         return EXIT_INCOMPLETE
     out_dir = out_dir if out_dir is not None else Path("results") / f"sweep-suite-{time.strftime('%Y%m%d-%H%M%S')}"
     total = sum(len(sweep.seeds) * len(sweep.modes) for sweep in sweeps)
-    try:
-        with open_executor(executor, jobs) as pool, progress_bar(total, sys.stderr) as advance:
-            suite = run_suite(sweeps, left_out, out_dir, pool, seeds=seeds, keep_failures=keep_failures,
-                              on_done=advance)  # fmt: skip
-    except ExecutorError as error:
-        print(f"globaltables sweep: {error}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    except KeyboardInterrupt:
-        print("globaltables sweep: interrupted", file=sys.stderr)
+    suite = with_progress(executor, jobs, total,
+                          lambda pool, advance: run_suite(sweeps, left_out, out_dir, pool, seeds=seeds,
+                                                          keep_failures=keep_failures, on_done=advance))  # fmt: skip
+    if suite is None:
         return EXIT_INCOMPLETE
     stream.write(suite_summary_text(suite))
     stream.write(f"\nsuite: {out_dir / 'suite.json'}\n")
