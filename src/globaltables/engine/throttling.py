@@ -108,3 +108,10 @@ class Throttle:
         if self.limit == ACCOUNT_LIMIT:
             return RequestLimitExceeded(self.message, ThrottlingReasons=reasons)
         return ThrottlingException(self.message, throttlingReasons=reasons)
+
+
+# Every answer a limit gives (the table above): what a client backs off from and retries.
+THROTTLING_ERRORS = (ProvisionedThroughputExceededException, ThrottlingException, RequestLimitExceeded)
+# An experiment's final reads back off from a throttled page as an SDK would and read it again (about a minute in
+# all): they are a client of the region's capacity like any other, and a replica in capacity debt must not end a run.
+FINAL_READ_BACKOFF_S = (0.05, 0.1, 0.2, 0.4, 0.8, *(1.0,) * 60)

@@ -40,6 +40,7 @@ from ..chaos.checkers.staleness import check_staleness
 from ..chaos.exports import write_exports
 from ..chaos.history import History, key_id
 from ..chaos.schedule import ScheduleError, fit_tables, load_schedule
+from ..engine.throttling import FINAL_READ_BACKOFF_S
 from ..region.control_client import AsyncControlClient
 from ..runtime.clock import SystemClock
 from ..runtime.rng import Rng
@@ -51,6 +52,7 @@ from . import ledger
 from . import results as results_module
 from .deployment import Deployment, DeploymentError, attached
 from .load import LoadGenerator, is_probe_key
+from .sdk_retries import THROTTLES
 from .supervisor import Supervisor, SupervisorError
 from .topology import load_topology
 from .workload import Workload, parse_workload
@@ -190,13 +192,19 @@ class Regions:
 
         items: dict[str, dict] = {}
         request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        backoff = iter(FINAL_READ_BACKOFF_S)
         while True:
             data = orjson.dumps(request)
             headers = signed_headers(self.endpoints[region], region, "Scan", data, time.time(), self.credentials)
             async with self.session.post(self.endpoints[region] + "/", data=data, headers=headers) as response:
                 body = orjson.loads(await response.read())
-                if response.status != 200:
+            if response.status != 200:
+                throttled = str(body.get("__type", "")).rpartition("#")[2] in THROTTLES
+                delay = next(backoff, None) if throttled else None
+                if delay is None:
                     raise RunAborted(f"reading the final state of {table} in {region} failed: {body}")
+                await asyncio.sleep(delay)  # a replica in capacity debt: back off and read the page again
+                continue
             last = add_scan_page(items, body, key_names)
             if not last:
                 return dict(sorted(items.items()))

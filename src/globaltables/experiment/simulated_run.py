@@ -54,6 +54,7 @@ from ..chaos.schedule import Schedule
 from ..chaos.target import SimTarget, TargetError
 from ..engine.errors import DynamoError
 from ..engine.mutation import Mutation
+from ..engine.throttling import FINAL_READ_BACKOFF_S
 from ..region import capacity_metrics, wire
 from ..region.apply_decisions import ApplyDecisions
 from ..replication.mrsc.node import ACCEPT_AFTER_CONFLICT
@@ -93,6 +94,7 @@ from .runner import (
     load_chaos,
     load_experiment,
 )
+from .sdk_retries import THROTTLES
 from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload, parse_workload
 
 STARTED_AT = datetime.datetime.fromtimestamp(DEFAULT_EPOCH, datetime.UTC).isoformat(timespec="seconds")
@@ -616,22 +618,35 @@ class _SimRun:
         """Every replica's items, read with consistent Scans (MRSC: strong Scans, through the request path)."""
         if not self.strong:
             return {
-                name: {spec.name: scan_items(self.cluster.regions[name].engine, spec.name)
+                name: {spec.name: scan_items(self.cluster.regions[name].engine, spec.name, wait=self._wait)
                        for spec in self.topology.tables}
                 for name in self.replicas
             }  # fmt: skip
         return {name: {spec.name: self._strong_scan(name, spec.name) for spec in self.topology.tables}
                 for name in self.replicas}  # fmt: skip
 
+    def _wait(self, seconds: float) -> None:
+        """Let `seconds` of virtual time pass (everything scheduled meanwhile runs)."""
+        woke: list[bool] = []
+        self.scheduler.call_later(seconds, woke.append, True)
+        while not woke and self.scheduler.step():
+            pass
+
     def _strong_scan(self, region: str, table: str) -> dict[str, dict]:
         names = self.cluster.members[region].engine.table(table).key.names
         items: dict[str, dict] = {}
         request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        backoff = iter(FINAL_READ_BACKOFF_S)
         while True:
             answer: list[Any] = []
             self.clients._send(region, "Scan", request, lambda *args, into=answer: into.append(args))
             while not answer and self.scheduler.step():
                 pass
+            if answer and answer[0][0] != "ok" and answer[0][3] in THROTTLES:
+                delay = next(backoff, None)
+                if delay is not None:  # a replica in capacity debt: back off and read the page again
+                    self._wait(delay)
+                    continue
             if not answer or answer[0][0] != "ok":
                 why = answer[0][3] if answer else "no answer"
                 raise RunAborted(f"reading the final state of {table} in {region} failed: {why}")

@@ -26,6 +26,7 @@ from ..chaos.history import History, key_id
 from ..engine.engine import Engine
 from ..engine.errors import DynamoError
 from ..engine.storage.memory_store import MemoryStore
+from ..engine.throttling import FINAL_READ_BACKOFF_S, THROTTLING_ERRORS
 from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock
 from ..replication.hosted import HostedNode, MrecRegion
@@ -139,14 +140,25 @@ class SimRegion:
         self.store = reopen(self.store)
 
 
-def scan_items(engine: Engine, table: str, *, consistent: bool = True) -> dict[str, dict]:
+def scan_items(
+    engine: Engine, table: str, *, consistent: bool = True, wait: Callable[[float], None] | None = None
+) -> dict[str, dict]:
     """key_id -> item of every item of an engine's table, read with paginated Scans (consistent ones unless told
-    otherwise), in key_id order."""
+    otherwise), in key_id order. `wait(seconds)`: lets time pass (the simulator's) before a throttled page is read
+    again (FINAL_READ_BACKOFF_S); without it a throttle is raised."""
     names = engine.table(table).key.names
     result: dict[str, dict] = {}
     request: dict[str, Any] = {"TableName": table, "ConsistentRead": consistent}
+    backoff = iter(FINAL_READ_BACKOFF_S)
     while True:
-        response = engine.handle("Scan", request)
+        try:
+            response = engine.handle("Scan", request)
+        except THROTTLING_ERRORS:
+            delay = next(backoff, None) if wait is not None else None
+            if delay is None:
+                raise
+            wait(delay)
+            continue
         for item in response["Items"]:
             result[key_id({name: item[name] for name in names})] = item
         last = response.get("LastEvaluatedKey")
