@@ -306,11 +306,14 @@ class Engine:
         """
         if self.versions is not None and writes:
             writes = self.replica.stamp_local_writes(writes)  # 1. stamp
-        self._side = side or None
-        try:
-            self.store.write(writes, token, positions)  # 2. items, indexes, change log, side records: one transaction
-        finally:
-            self._side = None
+        if side:  # staged by the store's commit hook `_stage_side`, inside the transaction
+            self._side = side
+            try:
+                self.store.write(writes, token, positions)  # 2. items, indexes, change log, side records
+            finally:
+                self._side = None
+        else:
+            self.store.write(writes, token, positions)  # 2. items, indexes, change log: one transaction
         if not writes:
             return NOTHING
         result = CommitResult(writes)

@@ -784,11 +784,19 @@ def run_command(
     except KeyboardInterrupt:
         print("globaltables run: interrupted", file=sys.stderr)
         return EXIT_INCOMPLETE
-    if outcome.results is None:
+    return print_outcome(outcome)
+
+
+def print_outcome(outcome: RunOutcome) -> int:
+    """What `globaltables run` prints at the end (verdicts, where the report is; a simulated run's replay too), or
+    why the run could not be made; the exit status."""
+    if outcome.results is None or outcome.out_dir is None:
         print(f"globaltables run: {outcome.reason}", file=sys.stderr)
         return outcome.exit_code
     for check in outcome.results["checks"]:
         print(f"{check['name']}: {LABEL[verdict_of(check)]} — {check['detail']}")
     print(f"report: {outcome.out_dir / 'report.md'}")
     print(f"results: {outcome.out_dir / 'results.json'}")
+    if "replay" in outcome.results:
+        print(f"replay: {outcome.results['replay']}")
     return outcome.exit_code

@@ -93,6 +93,7 @@ from .runner import (
     add_scan_page,
     load_chaos,
     load_experiment,
+    print_outcome,
 )
 from .sdk_retries import THROTTLES
 from .workload import WRITE_OPERATIONS, KeyChooser, OperationChooser, Workload, parse_workload
@@ -879,21 +880,8 @@ def run_simulated_file(
 def run_simulated_command(
     topology_path: Path, chaos_path: Path | None, seed: int, out_dir: Path | None, duration_s: float | None
 ) -> int:
-    """The CLI entry of `globaltables run --simulated`: run, print the verdicts and where the report is."""
-    import sys
-
-    from ..chaos.checkers.result import LABEL
-
-    outcome = run_simulated_file(topology_path, chaos_path, seed, out_dir, duration_s)
-    if outcome.results is None or outcome.out_dir is None:
-        print(f"globaltables run: {outcome.reason}", file=sys.stderr)
-        return outcome.exit_code
-    for check in outcome.results["checks"]:
-        print(f"{check['name']}: {LABEL[verdict_of(check)]} — {check['detail']}")
-    print(f"report: {outcome.out_dir / 'report.md'}")
-    print(f"results: {outcome.out_dir / 'results.json'}")
-    print(f"replay: {outcome.results['replay']}")
-    return outcome.exit_code
+    """The CLI entry of `globaltables run --simulated`: run, print the verdicts, where the report is and the replay."""
+    return print_outcome(run_simulated_file(topology_path, chaos_path, seed, out_dir, duration_s))
 
 
 __all__ = [

@@ -15,6 +15,7 @@ and mode and over the whole suite. The exit status is the worst of the sweeps'.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -74,17 +75,17 @@ def plan_suite(paths: list[Path], seeds: str, *, modes: str | None = None, chaos
         if topology.workload is None:
             left_out.append({"topology": str(path), "mode": "", "reason": "no workload: section"})
             continue
-        runnable = []
+        planned: list[Sweep] = []  # one per mode the topology can run
         for mode in requested or [topology.mode]:
             try:
-                plan_sweep(path, seeds, modes=[mode], chaos_path=chaos_path, nemesis=nemesis, duration_s=duration_s)
+                planned.append(plan_sweep(path, seeds, modes=[mode], chaos_path=chaos_path, nemesis=nemesis,
+                                          duration_s=duration_s, hooks=hooks))  # fmt: skip
             except ModeNotApplicable as error:
                 left_out.append({"topology": str(path), "mode": mode, "reason": error.reason})
-                continue
-            runnable.append(mode)
-        if runnable:
-            sweeps.append(plan_sweep(path, seeds, modes=runnable, chaos_path=chaos_path, nemesis=nemesis,
-                                     duration_s=duration_s, hooks=hooks))  # fmt: skip
+        if planned:
+            sweeps.append(dataclasses.replace(
+                planned[0], modes=[mode for one in planned for mode in one.modes],
+                topology_texts={mode: text for one in planned for mode, text in one.topology_texts.items()}))  # fmt: skip
     if not sweeps:
         raise SweepError("no topology here can be swept: " + "; ".join(_left_out_line(entry) for entry in left_out))
     return sweeps, left_out
