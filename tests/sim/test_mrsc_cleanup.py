@@ -85,7 +85,7 @@ def test_votes_whose_commit_or_abort_was_lost_are_cleared(monkeypatch):
             send(self, dest, message)
 
     monkeypatch.setattr(MrscNode, "send", lossy_send)
-    cluster = run(31, operations=500)
+    cluster = run(33, operations=500)
     result = linearizable.check(cluster.history)
     assert result.passed, str(result)
     assert any(op.error == "ReplicatedWriteConflictException" for op in cluster.history.ops)  # aborts happened

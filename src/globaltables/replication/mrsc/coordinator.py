@@ -8,7 +8,9 @@ A ConditionalCheckFailed found locally is confirmed first (a Sync with another m
 failure against a confirmed-latest version is answered. Time never aborts a proposal: the client's deadline answers
 500 and the proposal goes on being resolved (Propose re-sent, then Status after `resolve_ms`). A member that answered
 `conflict` is asked again (Repropose, every `retransmit_ms`): once its lower-ranked racing proposal is gone it
-accepts (docs/mrsc.md, "The split vote, resolved"). Every abort leaves the aborted record (store.py).
+accepts (docs/mrsc.md, "The split vote, resolved"); it even takes the proposal up unasked as soon as its racing one
+is decided, before its own next queued write starts (node.py `_take_up`, decision 1). Every abort leaves the
+aborted record (store.py).
 """
 
 from __future__ import annotations

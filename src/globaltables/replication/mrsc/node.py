@@ -14,7 +14,9 @@ completion that implies it is emitted; the node's own memory (queues, votes coll
 Deciding (docs/mrsc.md, "Who decides"): a proposal is decided by its coordinator; a proposal of another member
 accepted here is applied on its Commit (or Settled, committed), dropped on its Abort (or Settled, aborted), or, when
 its coordinator does not answer, committed by the majority recovery once the third member's vote proves the
-coordinator cannot have aborted it (`_poll_recovery`, `_recovery_vote`). Racing proposals are ranked (`rank`).
+coordinator cannot have aborted it (`_poll_recovery`, `_recovery_vote`). Racing proposals are ranked (`rank`); a
+higher-ranked one refused here as `conflict` is taken up as soon as the item is free again, before this member's
+own next write on it starts (`_take_up`, docs/mrsc.md decision 1), so contention on one item cannot livelock.
 
 Clean-up (docs/mrsc.md, "Clean-up"): a vote on another member's proposal is dropped once its coordinator says it has
 decided it (Outcome/Settled, asked after `resolve_ms`), so a lost Commit or Abort leaves no record behind; the
@@ -97,6 +99,10 @@ class MrscNode:
         self._member_cv: dict[tuple[str, str], dict[str, int]] = {}
         # Vote clean-up: pid -> (next ask, asks so far, table, key) of votes on other members' proposals.
         self._vote_due: dict[str, tuple[float, int, str, dict]] = {}
+        # Proposals refused here as `conflict` (they outrank the one held here): (table, item id) -> {pid: (the
+        # proposal, as its Repropose, when last asked)}; taken up when the item is free again (`_take_up`). Memory
+        # only: after a crash the coordinator's next Repropose finds the item free, as before.
+        self._refused: dict[tuple[str, str], dict[str, tuple[Repropose, float]]] = {}
         # Witness trimming: (table, item id) -> {replica: commit version it is known to hold}; the sweep's timer,
         # its rounds without progress, and its outstanding Syncs (rid -> (table, key)).
         self._holders: dict[tuple[str, str], dict[str, int]] = {}
@@ -171,6 +177,8 @@ class MrscNode:
                 vote, accepted = member.answer(port, again, _pending_of, self.rank, planted=True)
             if accepted:
                 self._hold(message.pid, message.table, message.key, now)
+            elif vote.answer == CONFLICT and kind is not Status:
+                self._refuse_for_now(message, now)
             if vote.answer != STALE and message.pid not in self._vote_due:  # a vote recorded here: clean it up later
                 self._vote_due[message.pid] = (now + self.config.resolve_ms / 1000, 0, message.table, message.key)
             self.send(envelope.src, vote)
@@ -282,6 +290,9 @@ class MrscNode:
             del self._member_cv[ident]
 
     def item_changed(self, table: str, key: dict, now: float) -> None:
+        # A refused higher-ranked proposal is taken up before our own next write may start (docs/mrsc.md,
+        # decision 1): the pump then finds the item pending and waits for that proposal's decision.
+        self._take_up(table, key, now)
         self.coordinator.pump(table, key, now)
 
     def status(self) -> dict[str, Any]:
@@ -373,6 +384,51 @@ class MrscNode:
             self.item_changed(message.table, message.key, now)
         elif self.port.vote(message.pid) is not None:
             self.port.drop_vote(message.pid)
+
+    def _refuse_for_now(self, message: Propose | Repropose, now: float) -> None:
+        """`message`'s proposal was refused as `conflict`: remember it, to take it up once the item is free."""
+        refused = self._refused.setdefault((message.table, item_id(message.key)), {})
+        again = message if type(message) is Repropose else Repropose(
+            message.pid, message.table, message.key, message.version, message.image, message.coordinator
+        )  # fmt: skip
+        refused[message.pid] = (again, now)
+
+    def _take_up(self, table: str, key: dict, now: float) -> None:
+        """The item is free here (no proposal held, none of ours undecided): answer the highest-ranked proposal
+        refused here as `conflict` as its next Repropose would be answered — accepted (accept-again) unless it
+        was decided or outdated meanwhile — and send the vote at once (docs/mrsc.md, decision 1).
+
+        Why: a member refuses a higher-ranked proposal P as `conflict` only because it holds a lower-ranked one,
+        which is then aborted (its coordinator meets P, rule 2) or committed. Were the member to start its next
+        queued write on the item in the same step, P's next Repropose would meet a fresh lower-ranked proposal and
+        another `conflict`, for as long as the member's clients keep writing the item: under steady contention on
+        one item no write ever committed. Taking P up first means the highest-ranked live proposal always gathers
+        its acceptance. Only a proposal asked about within the last two `retransmit_ms` is taken up: its
+        coordinator re-sends Repropose every `retransmit_ms` while P is undecided, so an older ask means P was
+        decided (its Commit or Abort under way) or its coordinator is cut off, and holding P would only keep the
+        item waiting for it. Safe because the answer is exactly what that Repropose would get at this moment
+        (member.py rule 1), and a Repropose may be delivered at any moment."""
+        ident = (table, item_id(key))
+        refused = self._refused.get(ident)
+        if refused is None or ident in self.coordinator.active or self.port.pending(table, key) is not None:
+            return  # still held (or ours undecided): its decision calls item_changed again
+        del self._refused[ident]
+        recent = now - 2 * self.config.retransmit_ms / 1000
+        # Left out: an old ask, or a vote that changed or went with the proposal's decision. Among the rest the
+        # highest rank; on a tie (one coordinator's retry at the same version) the latest asked.
+        live = [
+            (self.rank(message.version, message.coordinator), asked, message)
+            for pid, (message, asked) in refused.items()
+            if asked >= recent and self.port.vote(pid) == CONFLICT
+        ]
+        if not live:
+            return
+        best = max(live, key=lambda entry: entry[:2])[2]
+        vote, accepted = member.answer(self.port, best, _pending_of, self.rank)
+        if accepted:
+            self._hold(best.pid, table, key, now)
+        if vote.answer != CONFLICT:
+            self.send(best.coordinator, vote)
 
     def rank(self, version: int, coordinator: str) -> tuple[int, int]:
         """A proposal's rank among racing ones (docs/mrsc.md, "Racing proposals"): its version, then the
