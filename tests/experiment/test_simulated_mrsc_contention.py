@@ -1,8 +1,9 @@
 """The hot-partition topology in strong mode (MRSC), on the simulator: every region writes one key over 30 ms links,
 and the run commits workload writes in every region (docs/mrsc.md, decision 1), with every check passing.
 
-The shipped file is rewritten as `globaltables compare --modes mrsc` does (mode: mrsc), with unlimited capacity and
-20 puts a second per region: the key's partition cap is not what is under test, the commit protocol's progress is.
+The shipped file is rewritten as `globaltables compare --modes mrsc` does (mode: mrsc); the first test also gives it
+unlimited capacity and 20 puts a second per region: the key's partition cap is not what is under test, the commit
+protocol's progress is.
 """
 
 from __future__ import annotations
@@ -43,3 +44,19 @@ def test_the_hot_partition_in_strong_mode_commits_workload_writes_in_every_regio
         # One key, three racing regions, a commit every few 60 ms round trips: far below the 20 a second asked,
         # and far above the none a livelocked protocol commits.
         assert rate["ok_per_s"] * DURATION_S >= 3, (region, rate, results["errors"])
+
+
+def test_the_shipped_hot_partition_in_strong_mode_acknowledges_writes_in_every_region(tmp_path):
+    """As shipped (300 puts a second per region, capacity modelled), only its mode rewritten: far more than the key
+    can commit, so the regions' queues fill and most writes end in 500 (docs/mrsc.md, "Not yet done"), but writes
+    are acknowledged in every region (before decision 1, none ever was)."""
+    document = yaml.safe_load(HOT.read_text())
+    document["mode"] = "mrsc"
+    topology = tmp_path / "hot-partition-mrsc.yaml"
+    topology.write_text(yaml.safe_dump(document, sort_keys=False))
+    loaded, workload = load_experiment(topology)
+    outcome = run_simulated(loaded, workload, None, 1, 2.0, None, topology_path=topology, make_plots=False)
+    results = outcome.results
+    assert outcome.exit_code == 0, results["checks"]
+    for region, counts in results["outcomes"].items():  # warm-up included
+        assert counts["ok"] >= 3, (region, counts, results["errors"])
