@@ -32,7 +32,9 @@ transaction is checked on its own.
 Cost (bench/capacity.py in process, bench/region_throughput.py --capacity-cost through a region): a GetItem and a
 write that touches no secondary index are charged by `charge_one`, from scalars (the units from the stored item
 size the read returned, the hash the store computed), against the table's buckets looked up once per configuration
-(`TableThroughput.lane`); no Charge, dict or list is built and no ARN is formatted unless the request is throttled.
+(`Lane`); no Charge, dict or list is built and no ARN is formatted unless the request is throttled. Between two
+requests a region's caches are cold (the store's pages pass through them), so there a line of Python costs several
+times what it does in a loop: the fast path is measured by the objects it touches as much as by its lines.
 A bucket is kept as the time it was empty (`Bucket`), so bringing it up to date is one comparison; heat and the 10
 GB rule are looked at once a second per partition (`ThroughputModel._second`), not per request.
 
@@ -205,6 +207,13 @@ def _units(spec: dict | None, member: str) -> float:
 class Resource:
     """The buckets of a table or of one of its GSIs, and what CloudWatch would count for it (metrics)."""
 
+    # Slots: the fast path reads a few of these per request, and a region's cache is cold between requests (the
+    # item store's pages pass through it), so fewer objects and cache lines per request is what saves time there.
+    __slots__ = (
+        "arn", "base", "caps", "consumed", "count", "events", "has_sort_key", "heat_splits", "highest", "insights",
+        "name", "parts", "peaks", "provisioned", "reasons", "resource_type", "size", "starts", "warm",
+    )  # fmt: skip
+
     def __init__(self, resource_type: str, arn: str, name: str | None = None, has_sort_key: bool = False) -> None:
         self.resource_type = resource_type  # "Table" or "Index"
         self.arn = arn
@@ -298,8 +307,33 @@ class Resource:
         self.heat_splits += 1
 
 
+class Lane:
+    """What `charge_one` needs of one table's own resource for one kind of unit, looked up once per configuration,
+    not per request (ThroughputModel drops it whenever the engine saves or drops the table, or Contributor Insights
+    changes there): the definition it was made for, the resource,
+    the table's bucket (the provisioned one in provisioned mode, the per-table quota on demand: a table has one or
+    the other, ThroughputModel._configure, so the fast path checks one bucket inline), the partition share of one
+    unit, and whether anything else must see each request (an OnDemandThroughput cap, the previous peak,
+    Contributor Insights), in which case `charge_one` takes the general path."""
+
+    __slots__ = ("bucket", "definition", "plain", "resource", "share", "state")
+
+    def __init__(self, state: TableThroughput, kind: str) -> None:
+        resource = state.resources[None]
+        provisioned, quota = resource.provisioned.get(kind), state.quota.get(kind)
+        assert provisioned is None or quota is None  # provisioned mode has no quota bucket, on demand no rate
+        self.state = state
+        self.definition = state.definition
+        self.resource = resource
+        self.bucket = provisioned or quota
+        self.share = _SHARE[kind]
+        self.plain = resource.caps.get(kind) is None and resource.peaks is None and resource.insights is None
+
+
 class TableThroughput:
     """One table's resources: the table, each GSI, and the per-table on-demand quota."""
+
+    __slots__ = ("definition", "name", "quota", "resources", "sized_at", "table_id", "throttled_requests")
 
     def __init__(self, table) -> None:
         self.name = table.name
@@ -309,23 +343,6 @@ class TableThroughput:
         self.quota: dict[str, Bucket] = {}
         self.sized_at = -math.inf
         self.throttled_requests: dict[str, int] = {}  # operation -> requests throttled (ThrottledRequests)
-        # kind -> the table's own buckets for `charge_one`, looked up once per configuration, not per request:
-        # (resource, OnDemandThroughput cap, the table's bucket, partition share of a unit, peak, per partition). The
-        # table's bucket is the provisioned one in provisioned mode and the per-table quota on demand: a table has
-        # one or the other (ThroughputModel._configure), so the fast path checks one bucket inline.
-        self.lanes: dict[str, tuple] = {}
-
-    def lane(self, kind: str) -> tuple:
-        lane = self.lanes.get(kind)
-        if lane is None:
-            resource = self.resources[None]
-            peak = resource.peaks[kind] if resource.peaks is not None else None
-            provisioned, quota = resource.provisioned.get(kind), self.quota.get(kind)
-            assert provisioned is None or quota is None  # provisioned mode has no quota bucket, on demand no rate
-            lane = self.lanes[kind] = (
-                resource, resource.caps.get(kind), provisioned or quota, _SHARE[kind], peak, _PER_PARTITION[kind],
-            )  # fmt: skip
-        return lane
 
 
 _SHARE = {"read": 1.0 / partitions.PARTITION_READ_UNITS, "write": 1.0 / partitions.PARTITION_WRITE_UNITS}
@@ -345,6 +362,8 @@ class ThroughputModel:
         self.sizes = sizes
         self.settings = settings or CapacitySettings()
         self.tables: dict[str, TableThroughput] = {}
+        # kind -> table name -> the fast path's Lane (charge_one), made by the first request after a configuration.
+        self._lanes: dict[str, dict[str, Lane]] = {"read": {}, "write": {}}
         self.insights = insights
         if insights is not None:
             insights.listeners.append(self._attach_insights)
@@ -362,44 +381,55 @@ class ThroughputModel:
 
     def charge_one(self, table: str, kind: str, h: int, units: float, pk: bytes | None, sk: bytes | None) -> None:
         """`charge` of `units` on the table itself (no index), at partition hash `h`: the fast path of a GetItem or
-        an index-free write, with no Charge built, the buckets' arithmetic inlined (Bucket.admits and draw)."""
+        an index-free write, with no Charge built, the buckets' arithmetic inlined (Bucket.admits and draw). Kept
+        short and touching few objects (the table's `Lane`, the partition, the table's bucket): whatever is rare
+        (a first request, a new definition, an OnDemandThroughput cap, Contributor Insights, a throttle) takes
+        `_charge_general`, which applies the same limits in the same order."""
         now = self._monotonic()
-        state = self.tables.get(table)
-        if state is None or state.definition is not self.tables_by_name[table]:
-            state = self._state(table, now)
-        resource, cap, bucket, unit_share, peak, per_partition = state.lanes.get(kind) or state.lane(kind)
+        lane = self._lanes[kind].get(table)
+        if lane is None or not lane.plain:  # a lane lives until its table is saved or dropped (table_saved, forget)
+            self._charge_general(table, kind, h, units, pk, sk, now)
+            return
+        resource = lane.resource
         starts = resource.starts
         part = resource.parts[h * resource.count >> 32 if starts is None else bisect_right(starts, h) - 1]
-        share = units * unit_share
+        share = units * lane.share
         empty = part.empty
         if empty < now - 1.0:  # noqa: PLR1730 (max() is a call: hot path); full (rate 1, depth 1)
             empty = now - 1.0
+        if now - empty < share:  # one item's share is below the depth (400 KB: 400 WCU, 0.4 of a second)
+            self._charge_general(table, kind, h, units, pk, sk, now)
+            return
+        bucket = lane.bucket
         if bucket is not None:  # the table's provisioned rate or quota, in seconds of its rate
             table_empty = bucket.empty
             if table_empty < now - bucket.span:  # noqa: PLR1730 (max() is a call: hot path)
                 table_empty = now - bucket.span
             wait = units * bucket.inverse
-        if (
-            now - empty >= share  # one item's share is below the depth (400 KB: 400 WCU, 0.4 of a second)
-            and (bucket is None or now - table_empty >= (wait if wait < bucket.span else bucket.span))  # noqa: FURB136
-            and (cap is None or cap.admits(units, now))
-        ):
-            if cap is not None:
-                cap.draw(units)
-            if bucket is not None:
-                bucket.empty = table_empty + wait
-            part.empty = empty + share
-            if now >= part.ends:  # a new second (heat and the 10 GB rule are looked at), or a hot partition
-                self._second(state, resource, part, h, share, now)
-            else:
-                part.used += share
-            resource.consumed[kind] += units
-            if resource.insights is not None and pk is not None:
-                resource.insights.accessed(pk, sk, units * 3.0 if kind == "write" else units, now)
-            if peak is not None and peak.record(now, units, resource.count * per_partition):
-                resource.resize(now)
-            return
-        throttle = self._one(state, kind, None, h, units, units, pk, sk, now)  # refused: which limit, and counted
+            if now - table_empty < (wait if wait < bucket.span else bucket.span):  # noqa: FURB136
+                self._charge_general(table, kind, h, units, pk, sk, now)
+                return
+            bucket.empty = table_empty + wait
+        part.empty = empty + share
+        if now >= part.ends:  # a new second (heat and the 10 GB rule are looked at), or a hot partition
+            self._second(lane.state, resource, part, h, share, now)
+        else:
+            part.used += share
+        resource.consumed[kind] += units
+        peaks = resource.peaks
+        if peaks is not None and peaks[kind].record(now, units, resource.count * _PER_PARTITION[kind]):
+            resource.resize(now)
+
+    def _charge_general(
+        self, table: str, kind: str, h: int, units: float, pk: bytes | None, sk: bytes | None, now: float
+    ) -> None:
+        """`charge_one` the long way (`_one`: every limit, the throttle counted, Contributor Insights fed), and the
+        table's lane made again for the next request."""
+        state = self._state(table, now)
+        lane = self._lanes[kind].get(table)
+        if lane is None or lane.definition is not state.definition:
+            self._lanes[kind][table] = Lane(state, kind)
+        throttle = self._one(state, kind, None, h, units, units, pk, sk, now)
         if throttle is not None:
             raise throttle.error()
 
@@ -637,7 +667,7 @@ class ThroughputModel:
                 if self.insights is not None:
                     resource.insights = self.insights.tracker(table.name, name)
             resource.configure(on_demand, spec, now)
-        state.lanes = {}  # new buckets: looked up again
+        self._forget_lanes(state.name)  # new buckets: looked up again
         if not on_demand:
             state.quota = {}
         elif not state.quota:
@@ -653,11 +683,17 @@ class ThroughputModel:
 
     def table_saved(self, table) -> None:
         """A table created or changed (Engine.save_table): its buckets start, or take the new rates, now."""
+        self._forget_lanes(table.name)
         if table.status != "DELETING":
             self._state(table.name, self.clock.monotonic())
 
     def forget(self, name: str) -> None:
         self.tables.pop(name, None)
+        self._forget_lanes(name)
+
+    def _forget_lanes(self, name: str) -> None:
+        for lanes in self._lanes.values():
+            lanes.pop(name, None)
 
     def _attach_insights(self, name: str) -> None:
         """Contributor Insights changed on table `name`: its resources take the trackers now configured."""
@@ -668,6 +704,7 @@ class ThroughputModel:
             return
         for index, resource in state.resources.items():
             resource.insights = self.insights.tracker(name, index)
+        self._forget_lanes(name)  # `Lane.plain` changes with the tracker
 
     def state(self, name: str) -> TableThroughput | None:
         """The table's throughput state (for its metrics), made now if it has none yet; None for a table being

@@ -22,8 +22,11 @@ from collections.abc import Iterator
 
 import orjson
 
+from . import running_totals
 from .records import HASH_SPACE, IndexRow
 from .sqlite_store import SqliteStore, add_sort_key_bounds
+
+INDEX_TOTALS = "index_totals"  # each index's entry count and projected bytes (running_totals.py)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS index_ids (
@@ -53,6 +56,7 @@ class IndexStore:
     def __init__(self, store: SqliteStore) -> None:
         self.db: sqlite3.Connection = store.db
         self.db.executescript(SCHEMA)
+        running_totals.install(self.db, "index_items", "iid", INDEX_TOTALS)
 
     # ------------------------------------------------------------------------------------------------- index ids
 
@@ -84,6 +88,7 @@ class IndexStore:
             ).rowcount
             if deleted < limit:
                 db.execute("DELETE FROM index_ids WHERE iid = ? AND dropped = 1", (iid,))
+                running_totals.forget(db, INDEX_TOTALS, iid)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -176,10 +181,7 @@ class IndexStore:
 
     def stats(self, iid: int) -> tuple[int, int]:
         """(entry count, total projected bytes) of an index."""
-        count, size = self.db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM index_items WHERE iid = ?", (iid,)
-        ).fetchone()
-        return count, size
+        return running_totals.read(self.db, INDEX_TOTALS, iid)
 
     def partition_stats(self, iid: int, h: int, pk: bytes) -> tuple[int, int]:
         """(entry count, projected bytes) of one index partition (an LSI's share of an item collection)."""

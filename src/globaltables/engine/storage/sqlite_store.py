@@ -31,6 +31,7 @@ from pathlib import Path
 
 import orjson
 
+from . import running_totals
 from .records import HASH_SPACE, CommitHook, ItemWrite, SideChange, StoredItem, TokenRecord, partition_hash
 
 SCHEMA = """
@@ -132,6 +133,8 @@ def _records_by_keys(size: int) -> str:
     return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
 
 
+ITEM_TOTALS = "item_totals"  # each table's item count and bytes (running_totals.py)
+
 _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?)"
@@ -191,6 +194,8 @@ class SqliteStore:
         self.db.executescript(TOKENS_SCHEMA)
         self.db.executescript(REPLICATION_SCHEMA)
         self.db.executescript(SIDE_SCHEMA)
+        running_totals.enable(self.db)
+        running_totals.install(self.db, "items", "tid", ITEM_TOTALS)
         self._tids: dict[str, int] = {}
         self._backups = None  # backup_store(), made on first use
         self.commit_hooks: list[CommitHook] = []
@@ -320,6 +325,7 @@ class SqliteStore:
             for table in ("items", "tombstones", "replication_positions"):  # fixed names, no input
                 self.db.execute(f"DELETE FROM {table} WHERE tid = ?", (tid,))
             self.db.execute("DELETE FROM tables WHERE name = ?", (name,))
+            running_totals.forget(self.db, ITEM_TOTALS, tid)
             self._end()
         except BaseException:
             self._abort()
@@ -566,10 +572,7 @@ class SqliteStore:
 
     def table_stats(self, table: str) -> tuple[int, int]:
         """(item count, total item bytes) of a table."""
-        count, size = self.db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM items WHERE tid = ?", (self._tids[table],)
-        ).fetchone()
-        return count, size
+        return running_totals.read(self.db, ITEM_TOTALS, self._tids[table])
 
     def partition_bytes(self, table: str, pk: bytes) -> int:
         """Total size of one item collection (for the 10 GB local-secondary-index rule)."""
