@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
+# Stored records read at a time by `apply_replicated` when capacity is modelled (the store's batched read's chunk):
+# a region short of write units reads only about as far as it can afford to apply.
+READ_AHEAD = 256
+
 # (origin, table, key, version, lost_to): `lost_to` is the stored version that beat `version`, None when it applied.
 DecisionObserver = Callable[[str, str, dict, str, "str | None"], None]
 
@@ -200,11 +204,20 @@ class ReplicaPort:
                 wire_keys = schema.keys_of([record.key if record.key is not None else record.image for record in fresh])
             else:
                 wire_keys = [None] * len(fresh)
-            # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records.
-            latest = store.get_records(table, list(dict.fromkeys(keys)))
+            # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records. Read a
+            # chunk at a time, ahead of the records that need it: a region short of capacity stops at the first
+            # record it cannot afford, and reads nothing for the records after it (they are shipped again).
+            latest: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]] = {}
+            read = 0
+            count = len(fresh)
             now = engine.clock.wall_time()
             absent = (None, None, False)
-            for record, (pk, sk), key in zip(fresh, keys, wire_keys, strict=True):
+            for index, (record, (pk, sk), key) in enumerate(zip(fresh, keys, wire_keys, strict=True)):
+                if index == read:
+                    read = min(count, index + READ_AHEAD if throughput is not None else count)
+                    # Keys the batch has not read or written yet (a key written by an earlier record keeps that).
+                    unread = [k for k in dict.fromkeys(keys[index:read]) if k not in latest]
+                    latest.update(store.get_records(table, unread))
                 item, version, tombstone = latest.get((pk, sk), absent)
                 if version is not None and record.version <= version:
                     if observe is not None:
