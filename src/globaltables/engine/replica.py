@@ -199,9 +199,10 @@ class ReplicaPort:
             engine.versions.observe(max(record.version for record in fresh))
             schema = definition.key
             # Keys straight from the images (they hold the key attributes); the key maps only for the decision log.
-            keys = schema.encode_all([record.key if record.key is not None else record.image for record in fresh])
+            maps = [record.key if record.key is not None else record.image for record in fresh]
+            keys = schema.encode_all(maps)
             if observe is not None:
-                wire_keys = schema.keys_of([record.key if record.key is not None else record.image for record in fresh])
+                wire_keys = schema.keys_of(maps)
             else:
                 wire_keys = [None] * len(fresh)
             # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records. Read a
@@ -241,14 +242,15 @@ class ReplicaPort:
                     if throughput.try_replicated(charge) is not None:
                         break  # rule 5: this record and every one after it wait for capacity
                 applied = record.pos
+                deleted = image is None
+                # Positional (the fields in order: table, pk, sk, item, size, old, service, version, origin,
+                # old_version, tombstone, had_tombstone, deleted_at): one is built per record applied, and keywords
+                # cost more.
                 writes.append(
-                    ItemWrite(
-                        table, pk, sk, image, size, item,
-                        version=record.version, origin=origin, old_version=version, tombstone=image is None,
-                        had_tombstone=tombstone, deleted_at=now,
-                    )
+                    ItemWrite(table, pk, sk, image, size, item, False, record.version, origin, version, deleted,
+                              tombstone, now)
                 )  # fmt: skip
-                latest[(pk, sk)] = (image, record.version, image is None)
+                latest[(pk, sk)] = (image, record.version, deleted)
                 won.append(record.version)
                 if observe is not None:
                     decisions.append((key, record.version, None))
