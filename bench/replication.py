@@ -286,7 +286,8 @@ def main() -> int:
                 diff = bucket_difference(after[key]["buckets"], before.get(key, {}).get("buckets", {}))
                 for index, count in diff.items():
                     merged[index] = merged.get(index, 0) + count
-                lag_sum += after[key]["sum_ms"] - before.get(key, {}).get("sum_ms", 0.0)
+                # (A package from before the status carried sums, as a --baseline-rev may be, has no exact mean.)
+                lag_sum += after[key].get("sum_ms", float("nan")) - before.get(key, {}).get("sum_ms", 0.0)
                 print(f"   {key[0]:>15} -> {key[1]:<15} n={sum(diff.values()):>5}  p50 {quantile_of(diff, 0.5) or 0:5.1f} "
                       f"ms in bucket, {interpolated_quantile_of(diff, 0.5) or 0:6.2f} ms placed"
                       f"  p99 {quantile_of(diff, 0.99) or 0:6.1f} ms")  # fmt: skip
