@@ -57,13 +57,28 @@ _baseline.use_source_tree()
 
 from region_throughput import Client  # noqa: E402
 
+from globaltables.region import replication_metrics  # noqa: E402
 from globaltables.region.control_client import ControlClient  # noqa: E402
-from globaltables.region.replication_metrics import (  # noqa: E402
-    bucket_difference,
-    interpolated_quantile_of,
-    quantile_of,
-)
+from globaltables.region.replication_metrics import bucket_difference, quantile_of  # noqa: E402
 from globaltables.replication.config import ReplicationConfig  # noqa: E402
+
+
+def _placed_quantile():
+    """`interpolated_quantile_of` of the package under test, or, for a --baseline-rev from before it (whose status
+    has the same buckets), this tree's: the same figure on both sides of a comparison."""
+    if hasattr(replication_metrics, "interpolated_quantile_of"):
+        return replication_metrics.interpolated_quantile_of
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_current_replication_metrics", _baseline.REPO / "src/globaltables/region/replication_metrics.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.interpolated_quantile_of
+
+
+interpolated_quantile_of = _placed_quantile()
 
 REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1")
 LINK_MS = 40.0
