@@ -253,3 +253,53 @@ def test_tombstones_are_purged_after_their_retention(regions):
     clock_a.advance(2)
     a.trim_change_log()
     assert a.store.get_record(TABLE, *a.tables[TABLE].key.encode(key("gone"))) == (None, None, False)
+
+
+def modelled_region(name, offset_s=0.0):
+    """Region `name` with modelled capacity (its on-demand table draws write units for replicated records)."""
+    clock = ManualClock(wall_time=1_700_000_000.0 + offset_s)
+    engine = Engine(
+        SqliteStore(None), clock, region=name, versions=HlcVersionSource(HybridLogicalClock(clock, 500), name),
+        capacity="modelled",
+    )  # fmt: skip
+    engine.handle("CreateTable", {
+        "TableName": TABLE, "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST",
+    })  # fmt: skip
+    engine.replica.make_global(TABLE, REGIONS)
+    return engine, clock
+
+
+def test_a_batch_read_ahead_in_chunks_decides_as_one_read_would():
+    """Short of capacity, apply_replicated reads the stored records a chunk at a time: keys written again later in
+    the batch, across chunks, and keys a newer local write holds, end as with unlimited capacity (one read), and
+    every change replaces the image the batch's earlier records left (the stream's old images)."""
+    source, _ = make_region(REGIONS[1])
+    lane = 0
+    for n in range(1200):
+        put(source, f"k{n}", f"first-{n}")
+    before = wire(source.replica.local_records(TABLE, lane, 0, 10_000), lane, 0)
+    for round_ in range(3):  # keys written three times: a lane's batch holds each key once per ~300 records
+        for n in range(1200):
+            put(source, f"k{n}", f"{round_}-{n}")
+    records = wire(source.replica.local_records(TABLE, lane, before[-1].pos, 10_000), lane, before[-1].pos)
+    assert len(records) > 2 * 256
+    outcomes = []
+    for capacity in ("modelled", "unlimited"):
+        dest, _ = modelled_region(REGIONS[0], offset_s=3600.0)
+        if capacity == "unlimited":
+            dest.throughput = None
+        dest.replica.apply_replicated(source.region, TABLE, lane, before)  # every key is held here already
+        for n in range(0, 1200, 7):  # newer here: every replicated record of these keys loses
+            put(dest, f"k{n}", "local")
+        applied, won = dest.replica.apply_replicated(source.region, TABLE, lane, records)
+        items = dest.handle("Scan", {"TableName": TABLE})["Items"]
+        log = dest.change_log.store.read(dest.store.table_id(TABLE), 0, None, 100_000)
+        changes = [(record.old, record.new) for record in log]
+        outcomes.append((applied, len(won), sorted((i["pk"]["S"], i["v"]["S"]) for i in items), changes))
+    assert outcomes[0] == outcomes[1]
+    applied, won, items, changes = outcomes[0]
+    assert applied == records[-1].pos and 0 < won < len(records)
+    values = {value.split("-")[0] for _key, value in items}
+    assert values == {"local", "2"}  # the newer local writes, and the last round of every other key
+    assert any(old["v"]["S"].startswith("0-") and new["v"]["S"].startswith("1-") for old, new in changes if old)

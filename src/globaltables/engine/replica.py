@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
+# Stored records read at a time by `apply_replicated` when capacity is modelled (the store's batched read's chunk):
+# a region short of write units reads only about as far as it can afford to apply.
+READ_AHEAD = 256
+
 # (origin, table, key, version, lost_to): `lost_to` is the stored version that beat `version`, None when it applied.
 DecisionObserver = Callable[[str, str, dict, str, "str | None"], None]
 
@@ -195,16 +199,26 @@ class ReplicaPort:
             engine.versions.observe(max(record.version for record in fresh))
             schema = definition.key
             # Keys straight from the images (they hold the key attributes); the key maps only for the decision log.
-            keys = schema.encode_all([record.key if record.key is not None else record.image for record in fresh])
+            maps = [record.key if record.key is not None else record.image for record in fresh]
+            keys = schema.encode_all(maps)
             if observe is not None:
-                wire_keys = schema.keys_of([record.key if record.key is not None else record.image for record in fresh])
+                wire_keys = schema.keys_of(maps)
             else:
                 wire_keys = [None] * len(fresh)
-            # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records.
-            latest = store.get_records(table, list(dict.fromkeys(keys)))
+            # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records. Read a
+            # chunk at a time, ahead of the records that need it: a region short of capacity stops at the first
+            # record it cannot afford, and reads nothing for the records after it (they are shipped again).
+            latest: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]] = {}
+            read = 0
+            count = len(fresh)
             now = engine.clock.wall_time()
             absent = (None, None, False)
-            for record, (pk, sk), key in zip(fresh, keys, wire_keys, strict=True):
+            for index, (record, (pk, sk), key) in enumerate(zip(fresh, keys, wire_keys, strict=True)):
+                if index == read:
+                    read = min(count, index + READ_AHEAD if throughput is not None else count)
+                    # Keys the batch has not read or written yet (a key written by an earlier record keeps that).
+                    unread = [k for k in dict.fromkeys(keys[index:read]) if k not in latest]
+                    latest.update(store.get_records(table, unread))
                 item, version, tombstone = latest.get((pk, sk), absent)
                 if version is not None and record.version <= version:
                     if observe is not None:
@@ -228,14 +242,15 @@ class ReplicaPort:
                     if throughput.try_replicated(charge) is not None:
                         break  # rule 5: this record and every one after it wait for capacity
                 applied = record.pos
+                deleted = image is None
+                # Positional (the fields in order: table, pk, sk, item, size, old, service, version, origin,
+                # old_version, tombstone, had_tombstone, deleted_at): one is built per record applied, and keywords
+                # cost more.
                 writes.append(
-                    ItemWrite(
-                        table, pk, sk, image, size, item,
-                        version=record.version, origin=origin, old_version=version, tombstone=image is None,
-                        had_tombstone=tombstone, deleted_at=now,
-                    )
+                    ItemWrite(table, pk, sk, image, size, item, False, record.version, origin, version, deleted,
+                              tombstone, now)
                 )  # fmt: skip
-                latest[(pk, sk)] = (image, record.version, image is None)
+                latest[(pk, sk)] = (image, record.version, deleted)
                 won.append(record.version)
                 if observe is not None:
                     decisions.append((key, record.version, None))

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ import orjson
 
 from ..engine.engine import Engine
 from ..engine.errors import ResourceInUseException
+from ..engine.mutation import Mutation
 from ..replication.config import ReplicationConfig
 from ..replication.hlc import HybridLogicalClock, Version
 from ..replication.hosted import MrecRegion
@@ -119,7 +120,7 @@ class ReplicationHost(RegionHost):
             engine.replica,
             settings.config,
             hlc=hlc,
-            on_applied=self.metrics.on_applied,
+            on_applied=self._applied,
         )
         self.hosted = MrecRegion(engine, self.node)  # what the poller and the transport drive
         # Replicas added and removed through UpdateTable (replica_coordinator.py): any region of the topology.
@@ -265,6 +266,12 @@ class ReplicationHost(RegionHost):
 
 
     # ---------------------------------------------------------------------------------------------- metrics
+
+    def _applied(self, origin: str, table: str, records: Sequence[Mutation]) -> None:
+        """Records a Ship applied: their lag is sampled once the apply is durable, i.e. after the group commit that
+        holds it (replication_metrics.py), and never if that commit fails (they were not applied)."""
+        metrics = self.metrics
+        self.engine.after_commit(lambda: metrics.on_applied(origin, table, records))
 
     def wake(self) -> None:
         self._wake.set()

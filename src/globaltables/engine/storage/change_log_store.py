@@ -149,6 +149,11 @@ class ChangeLogStore:
 
     # ---------------------------------------------------------------------------------------------- replication
 
+    # The queries of this region's own records name their index (`INDEXED BY`): SQLite's planner, without statistics,
+    # prefers the primary key's range `seq > ?` for a count or a maximum, which walks every record after it, the
+    # replicated ones included (a status call of a region that applied a 40,000-record backlog then took 10 ms per
+    # lane, instead of a few microseconds).
+
     def local_lane_records(self, tid: int, lane: int, after: int, limit: int) -> list[tuple]:
         """(seq, created, new image, old image, version, service, new image's size or None) of this region's own
         records in a lane, after `after` (images as stored blobs)."""
@@ -169,16 +174,19 @@ class ChangeLogStore:
     def local_lane_count(self, tid: int, lane: int, after: int) -> int:
         """How many of this region's own records in a lane lie after `after`."""
         (count,) = self.db.execute(
-            "SELECT count(*) FROM change_log WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ?",
+            "SELECT count(*) FROM change_log INDEXED BY change_log_local_lanes"
+            " WHERE tid = ? AND lane = ? AND origin IS NULL AND seq > ?",
             (tid, lane, after),
         ).fetchone()
         return count
 
     def local_lane_end(self, tid: int, lane: int) -> int:
         (end,) = self.db.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM change_log WHERE tid = ? AND lane = ? AND origin IS NULL", (tid, lane)
+            "SELECT MAX(seq) FROM change_log INDEXED BY change_log_local_lanes"
+            " WHERE tid = ? AND lane = ? AND origin IS NULL",
+            (tid, lane),
         ).fetchone()
-        return end
+        return end or 0
 
     # -------------------------------------------------------------------------------------------------- streams
 
