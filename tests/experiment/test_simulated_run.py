@@ -241,3 +241,27 @@ def test_every_kind_of_fault_runs_on_the_simulator_and_a_paused_region_answers_l
     # region[1] was paused for 1 s: what its clients asked meanwhile was answered when it resumed.
     paused = result.results["regions"][1]
     assert max(stats["max"] for stats in result.results["latency_ms"][paused].values()) >= 500
+
+
+def test_the_simulated_lag_probe_reports_the_polling_probes_lag_with_one_read_per_target(tmp_path, monkeypatch):
+    """docs/results.md, "The lag probe in virtual time": a poll the target's store shows to be stale is not sent,
+    and the lag figures are the ones the probe that sends every poll reports (here under a partition, so some
+    watches wait seconds)."""
+    from globaltables.experiment import simulated_run
+
+    looking = run(QUICKSTART, PARTITION, 3, 8, tmp_path / "looking", make_plots=False)
+    monkeypatch.setattr(simulated_run._MrecClients, "_peeker", lambda self, region, key: None)
+    polling = run(QUICKSTART, PARTITION, 3, 8, tmp_path / "polling", make_plots=False)
+    assert looking.results["lag_timeline"] == polling.results["lag_timeline"]
+    assert looking.results["replication_lag_ms"] == polling.results["replication_lag_ms"]
+    assert len(looking.results["lag_timeline"]) >= 6 * 8  # every link, about twice a second
+
+    def probe_reads(name: str) -> int:
+        rows = (line.split(",") for line in (tmp_path / name / "samples.csv").read_text().splitlines()[1:])
+        return sum(1 for row in rows if row[1] == "get" and row[-1] == "1")
+
+    looked, polled = probe_reads("looking"), probe_reads("polling")
+    samples = len(looking.results["lag_timeline"])
+    assert looked <= samples + 10 < polled  # about one read per sample, against one per 5 ms of lag
+    for outcome in (looking, polling):
+        assert outcome.verdicts == {"lww": "valid", "causal": "valid", "convergence": "valid"}

@@ -11,7 +11,9 @@ mirror experiment/runner.py's and share its code wherever the logic is the same:
                  event on the scheduler that calls the region's engine (MREC) or its strong-mode request path
                  (region/mrsc_requests.py, MRSC) directly, without HTTP or JSON. The chaos schedule runs on the
                  same scheduler through `chaos.controller.Controller` and `SimTarget` from the start of the
-                 measured period; the lag probe writes and polls as the process run's does;
+                 measured period; the lag probe writes and polls on the process run's schedule, but a poll
+                 whose answer the target's store shows to be stale is not sent (docs/results.md, "The lag
+                 probe in virtual time": the same lag figures, one read per target per probe write);
   heal           the controller's final heal (every region restarted or resumed, links and clocks back);
   quiesce        run until two consecutive status polls find every lane drained (MREC: acked == log_end; MRSC:
                  no proposal, queued write, strong read or pending proposal), bounded by quiesce_timeout_s, then
@@ -358,10 +360,19 @@ class _Clients:
 
         self.execute(source, "put", key, began, False, True, written)
 
-    def _watch(self, source, target, key, wanted, acked, done: Callable[[], None]) -> None:
+    def _watch(self, source, target, key, wanted, acked, done: Callable[[], None], peek: Any = None) -> None:
         if self.clock.monotonic() >= acked + PROBE_GIVE_UP_S:
             done()
             return
+        if peek is None:
+            peek = self._peeker(target, key)
+        if peek is not None and self.run.up(target) and not self.run.target.is_paused(target):
+            stored = peek()
+            if not stored or version_order(stored) < wanted:
+                # A poll now would answer an older version (or be throttled): it cannot end the watch, so it is
+                # not sent (docs/results.md, "The lag probe in virtual time"); the next poll instant is looked at.
+                self.scheduler.call_later(PROBE_POLL_S, self._watch, source, target, key, wanted, acked, done, peek)
+                return
         sent = self.clock.monotonic()
 
         def read(outcome: str, _response: Any, version: str | None) -> None:
@@ -369,9 +380,14 @@ class _Clients:
                 self.load.lag.append(LagSample(source, target, acked, max(0.0, sent - acked)))
                 done()
                 return
-            self.scheduler.call_later(PROBE_POLL_S, self._watch, source, target, key, wanted, acked, done)
+            self.scheduler.call_later(PROBE_POLL_S, self._watch, source, target, key, wanted, acked, done, peek)
 
         self.execute(target, "get", key, sent, False, True, read)
+
+    def _peeker(self, region: str, key: dict) -> Callable[[], str | None] | None:
+        """A look at the version `region`'s replica holds for `key`, without a request (no capacity, no history),
+        or None where a region's answer cannot be known without asking it (the default: every poll is sent)."""
+        return None
 
     def busy(self) -> bool:
         return self.pending > 0 or self.probes_running > 0
@@ -379,6 +395,26 @@ class _Clients:
 
 class _MrecClients(_Clients):
     """An MREC region answers at once, from its engine (what region/wire.py's `answer` calls)."""
+
+    def _peeker(self, region: str, key: dict) -> Callable[[], str | None] | None:
+        # What an eventually consistent GetItem of `key` would answer as its version (get_item.py's read, with
+        # nothing charged): the item's version, None for no item or a tombstone. Only called while the region is
+        # up. A restart brings a new engine, so the engine is looked up at each peek; the key's encoding is the
+        # table's and does not change.
+        cluster, table_name = self.run.cluster, self.load.table
+        encoded: list[tuple[bytes, bytes]] = []
+
+        def peek() -> str | None:
+            engine = cluster.regions[region].engine
+            if engine.versions is None:
+                return None
+            if not encoded:
+                pk, sk, _key = engine.table(table_name).key.key_from_request(key)
+                encoded.append((pk, sk))
+            _item, version, tombstone = engine.store.get_record(table_name, *encoded[0])
+            return None if tombstone else version
+
+        return peek
 
     def _send(self, region: str, operation: str, body: dict, answered: Callable) -> None:
         state = self.run.cluster.regions[region]
