@@ -190,11 +190,14 @@ class RegionNode:
     # ------------------------------------------------------------------------------------------------ timing
 
     def next_deadline(self) -> float | None:
+        # Asked after every message and commit (the host re-arms its timer), so the common case — an idle link —
+        # costs two attribute reads; the hold test only runs for a link with a timer.
         deadline = self._poll_at
+        held = self.held
         for link in self.links.values():
-            if link.peer in self.held.get(link.table, ()):
-                continue  # a held link has no timer: nothing is retransmitted while it is held
             if link.sent > link.acked or link.deferring:  # records unacknowledged, or deferred by the peer
+                if held and link.peer in held.get(link.table, ()):
+                    continue  # a held link has no timer: nothing is retransmitted while it is held
                 at = link.next_deadline()
                 if at is not None and (deadline is None or at < deadline):
                     deadline = at
