@@ -10,7 +10,10 @@ run of each mode), so the figure is the run's own.
 
 Client operations: the history's invocations by clients, i.e. the workload's operations and the lag probe's
 writes and polls (each one a request a region answered, as in a process run); the workload's share is printed
-beside it. The rate is client operations / wall seconds of the whole `run_simulated` call.
+beside it. The rate is client operations / wall seconds of the whole `run_simulated` call. Since the simulated
+probe sends only the polls that can end its watch (docs/results.md, "The lag probe in virtual time"), a run has
+about half the client operations of a tree from before that change for the same workload: compare such trees on
+the workload's figure (its operations are the same for a seed) or on the CPU seconds of a run.
 
 The baseline, measured in the same run: bench/sim_throughput.py's MREC figure (client PutItems applied in all
 three regions per wall second, `run_cluster`, with --baseline-puts puts), the simulator's raw speed with no
