@@ -31,7 +31,8 @@ Theory of operation
 - Replication lag probe: every `lag_probe_interval_s` each region writes its own probe key and every other replica
   polls it (eventually consistent GetItem every PROBE_POLL_S) until the version is at least the one written. The lag
   of link A->B is the time from A's acknowledgement to the sending of B's first read that returned it (resolution
-  PROBE_POLL_S). Probe writes and reads are history operations like any other.
+  PROBE_POLL_S). Probe writes and reads are history operations like any other. (A simulated run keeps this schedule
+  and definition but sends only the polls that can end a watch: docs/results.md, "The lag probe in virtual time".)
 """
 
 from __future__ import annotations
