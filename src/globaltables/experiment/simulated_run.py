@@ -828,6 +828,8 @@ def run_simulated(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     experiment = Experiment(topology, workload, seed, chaos_path, schedule, out_dir or Path("."), STARTED_AT)
+    # The collector's simulation settings (sim/collector.py) for the checks and results too: they allocate as the
+    # simulation does, beside the run's whole state (stores, history, samples) kept alive for them.
     with simulation_collector():
         sim = _SimRun(topology, workload, seed, hooks)
         insights = sim.enable_contributor_insights()
@@ -836,17 +838,17 @@ def run_simulated(
         waited, convergence = _quiesce(sim, schedule)
         final = _final_reads(sim)
         capacity = sim.capacity(insights)
-    run = RunContext(experiment, Progress(), None, sim.replicas, sim.clock, sim.history)  # type: ignore[arg-type]
-    run.load, run.measure_from, run.measure_to = sim.load, measure_from, measure_to
-    run.waited, run.convergence = waited, convergence
-    run.insights_enabled, run.capacity = insights, capacity
-    checks = _check(run, final)
-    if out_dir is not None:
-        (out_dir / "chaos.log").write_text("".join(line + "\n" for line in chaos_log))
-        lost = _write_artifacts(run, final, checks)
-    else:
-        lost = ledger.build_ledger(sim.history, final.decisions, measure_from)
-    results = _results(run, final, checks, lost)
+        run = RunContext(experiment, Progress(), None, sim.replicas, sim.clock, sim.history)  # type: ignore[arg-type]
+        run.load, run.measure_from, run.measure_to = sim.load, measure_from, measure_to
+        run.waited, run.convergence = waited, convergence
+        run.insights_enabled, run.capacity = insights, capacity
+        checks = _check(run, final)
+        if out_dir is not None:
+            (out_dir / "chaos.log").write_text("".join(line + "\n" for line in chaos_log))
+            lost = _write_artifacts(run, final, checks)
+        else:
+            lost = ledger.build_ledger(sim.history, final.decisions, measure_from)
+        results = _results(run, final, checks, lost)
     results["simulated"] = True
     results["virtual_time"] = {
         "end_s": round(sim.clock.monotonic(), 6),
