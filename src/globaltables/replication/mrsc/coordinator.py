@@ -36,6 +36,8 @@ class WriteOp:
     key: dict
     evaluate: Callable[[dict | None], dict | None]
     deadline: float
+    queued_until: float = float("inf")  # not proposed by then: answered at once (docs/mrsc.md, decision 2c)
+    submitted: float = 0.0
     retries: int = 0
     confirmed: bool = False  # a Sync just confirmed the local version is the latest
     confirming: bool = False
@@ -61,6 +63,10 @@ class Coordinator:
         self.queues: dict[tuple[str, str], deque[WriteOp]] = {}
         self.proposals: dict[str, Proposal] = {}  # pid -> undecided proposal of ours
         self.active: dict[tuple[str, str], str] = {}  # item -> pid of our undecided proposal
+        # Contention (memory only): item -> when another Region's proposal for it was last seen here; and the items
+        # whose next queued write waits until a moment, after our commit, for the others' turn (decision 3).
+        self.contended: dict[tuple[str, str], float] = {}
+        self.yielding: dict[tuple[str, str], tuple[float, str, dict]] = {}
 
     # ------------------------------------------------------------------------------------------------ inputs
 
@@ -85,12 +91,44 @@ class Coordinator:
             if op.done:
                 queue.popleft()
                 continue
-            if ident in self.active or op.confirming or node.port.pending(table, key) is not None:
+            held = node.port.pending(table, key)
+            if held is not None and held.coordinator != node.region:
+                # Another Region's undecided proposal holds the item here: refused at once, never proposed
+                # (docs/mrsc.md, decision 2a).
+                self.refuse_queued(ident)
                 return
+            if ident in self.active or op.confirming or held is not None:
+                return
+            until = self.yielding.get(ident)
+            if until is not None:
+                if now < until[0]:
+                    return
+                del self.yielding[ident]
             if not self._start(op, now):
                 return
         if queue is not None and not queue:
             del self.queues[ident]
+
+    def refuse_queued(self, ident: tuple[str, str]) -> None:
+        """Every write queued for the item that has not been proposed gets ReplicatedWriteConflictException: it
+        changed nothing anywhere (docs/mrsc.md, decision 2). Our own undecided proposal, if any, goes on."""
+        queue = self.queues.pop(ident, None)
+        if queue is None:
+            return
+        pid = self.active.get(ident)
+        proposing = self.proposals[pid].op if pid is not None else None
+        for op in queue:
+            if not op.done and op is not proposing:
+                self._finish(op, "rwce", None)
+        if proposing is not None and not proposing.done:
+            self.queues[ident] = deque((proposing,))
+
+    def note_contention(self, table: str, key: dict, now: float) -> None:
+        """Another Region proposed for the item (this member was asked to vote, or refused our proposal for one).
+        Noted only while this region has writes for the item (decision 3 needs no more); old notes go at `poll`."""
+        ident = (table, item_id(key))
+        if ident in self.queues:
+            self.contended[ident] = now
 
     def on_vote(self, src: str, vote: Vote, now: float) -> None:
         proposal = self.proposals.get(vote.pid)
@@ -106,6 +144,8 @@ class Coordinator:
         node = self.node
         pending = proposal.pending
         node.note_member_cv(src, pending.table, pending.key, vote.cv)
+        if vote.answer not in ACCEPTS:
+            self.note_contention(pending.table, pending.key, now)
         if vote.answer not in ACCEPTS and vote.cv > node.port.committed(pending.table, pending.key)[0]:
             node.adopt(pending.table, pending.key, vote.cv, vote.cpid, vote.image, now)
         self._decide(proposal, now)
@@ -126,6 +166,7 @@ class Coordinator:
             node.port.apply(pending.table, pending.key, pending.version, pending.pid, pending.image)
             if op is not None and not op.done:
                 self._finish(op, "ok", (proposal.old, pending.image))
+            self._yield_after_commit(ident, pending.table, pending.key, now)
             for member in others:
                 node.send(member, Commit(pending.pid, pending.table, pending.key, pending.version, pending.image))
         else:
@@ -133,6 +174,10 @@ class Coordinator:
             node.note_aborted(pending.table, pending.key)
             for member in others:
                 node.send(member, Abort(pending.pid, pending.table, pending.key))
+            if outcome == commit.RWCE:
+                # Another Region's write holds the item: the writes queued behind ours would only meet it again
+                # (docs/mrsc.md, decision 2b).
+                self.refuse_queued(ident)
             if op is not None and not op.done:
                 if outcome == commit.RWCE:
                     self._finish(op, "rwce", None)
@@ -156,6 +201,14 @@ class Coordinator:
 
     def poll(self, now: float) -> None:
         config = self.node.config
+        for ident, (until, table, key) in list(self.yielding.items()):
+            if now >= until:
+                del self.yielding[ident]
+                self.pump(table, key, now)
+        window = max(config.resolve_ms, config.write_timeout_ms) / 1000
+        for ident, seen in list(self.contended.items()):
+            if seen < now - window:
+                del self.contended[ident]
         for proposal in list(self.proposals.values()):
             if proposal.outranked_at is not None:
                 self._decide(proposal, now)  # rule 2's wait for the other member may be over
@@ -173,8 +226,15 @@ class Coordinator:
             pid = self.active.get(ident)
             proposing = self.proposals[pid].op if pid is not None else None
             for op in queue:
-                if not op.done and not op.confirming and now >= op.deadline and op is not proposing:
+                if op.done or op.confirming or op is proposing:
+                    continue
+                if now >= op.deadline:
                     self._finish(op, NOT_STARTED, None)  # never proposed: certainly not applied
+                elif now >= op.queued_until:
+                    # Waited half its time behind our own proposals (decision 2c): RWCE if another Region's
+                    # proposal for the item was seen meanwhile (what kept it waiting), else a definite 500.
+                    contended = self.contended.get(ident, float("-inf")) >= op.submitted
+                    self._finish(op, "rwce" if contended else NOT_STARTED, None)
             if queue and all(op.done for op in queue):
                 del self.queues[ident]
 
@@ -189,13 +249,33 @@ class Coordinator:
                 at = p.op.deadline
             if soonest is None or at < soonest:
                 soonest = at
-        for queue in self.queues.values():
+        for ident, queue in self.queues.items():
+            pid = self.active.get(ident)
+            proposing = self.proposals[pid].op if pid is not None else None
             for op in queue:
-                if not op.done and (soonest is None or op.deadline < soonest):
-                    soonest = op.deadline
+                if op.done:
+                    continue
+                at = op.deadline if op.confirming or op is proposing else min(op.deadline, op.queued_until)
+                if soonest is None or at < soonest:
+                    soonest = at
+        for until, _table, _key in self.yielding.values():
+            if soonest is None or until < soonest:
+                soonest = until
         return soonest
 
     # ----------------------------------------------------------------------------------------------- helpers
+
+    def _yield_after_commit(self, ident: tuple[str, str], table: str, key: dict, now: float) -> None:
+        """Our proposal for a contended item committed: our next queued write on it waits `yield_ms` (decision 3).
+        Why: the Commit and our next Propose would reach the other members together, the item would never be free
+        there, and each of their writes would meet our proposal and be refused (decision 2): one Region would hold
+        the item for as long as its clients keep writing it."""
+        config = self.node.config
+        seen = self.contended.get(ident)
+        if seen is None or seen < now - config.resolve_ms / 1000 or config.yield_ms <= 0:
+            return
+        if any(not op.done for op in self.queues.get(ident, ())):
+            self.yielding[ident] = (now + config.yield_ms / 1000, table, key)
 
     def _start(self, op: WriteOp, now: float) -> bool:
         """Evaluate and propose the head of a queue; False when it must wait (a confirmation Sync is out)."""
