@@ -1,7 +1,11 @@
 """The coordinator: runs a region's client writes through the commit protocol (docs/mrsc.md, "Write").
 
-Theory of operation: writes to one item queue (`queues`), so one region's writes to an item are serialized. The head
-of a queue starts when the item has no pending proposal here (neither ours nor another region's): it is evaluated
+Theory of operation: writes to one item queue (`queues`), so one region's writes to an item are serialized, for at
+most half of `write_timeout_ms` each (docs/mrsc.md, decision 2c). A write on an item another Region's proposal holds
+here is refused at once with ReplicatedWriteConflictException, never proposed (decision 2a), and so are the writes
+queued behind our own proposal when it loses the item to another Region's (decision 2b); after our commit on a
+contended item the next write waits `yield_ms`, so the other Regions' writes find it free (decision 3). The head
+of a queue starts when the item has no pending proposal here and no pause is due: it is evaluated
 against the local committed image (`evaluate(old)` runs the request's condition and update; it is pure, so it runs
 again after a stale refusal), persisted as pending, and proposed to both other members. Votes drive `commit.decide`.
 A ConditionalCheckFailed found locally is confirmed first (a Sync with another member, strong_read.py), and only a
@@ -67,6 +71,9 @@ class Coordinator:
         # whose next queued write waits until a moment, after our commit, for the others' turn (decision 3).
         self.contended: dict[tuple[str, str], float] = {}
         self.yielding: dict[tuple[str, str], tuple[float, str, dict]] = {}
+        # Decision 2a's one wait: item -> (the other Region's proposal waited for, until when, table, key); until is
+        # -inf once the wait is over (no other write waits for that proposal).
+        self.waiting: dict[tuple[str, str], tuple[str, float, str, dict]] = {}
 
     # ------------------------------------------------------------------------------------------------ inputs
 
@@ -86,6 +93,11 @@ class Coordinator:
         ident = (table, item_id(key))
         queue = self.queues.get(ident)
         node = self.node
+        waited = self.waiting.get(ident)
+        if waited is not None:
+            held = node.port.pending(table, key)
+            if held is None or held.pid != waited[0]:
+                del self.waiting[ident]  # the proposal waited for is decided here
         while queue:
             op = queue[0]
             if op.done:
@@ -93,9 +105,9 @@ class Coordinator:
                 continue
             held = node.port.pending(table, key)
             if held is not None and held.coordinator != node.region:
-                # Another Region's undecided proposal holds the item here: refused at once, never proposed
-                # (docs/mrsc.md, decision 2a).
-                self.refuse_queued(ident)
+                # Another Region's undecided proposal holds the item here: refused at once, never proposed, but
+                # for one write while that proposal's Commit may still be on its way (docs/mrsc.md, decision 2a).
+                self.refuse_queued(ident, keep=op if self._may_wait_for(ident, held, now) else None)
                 return
             if ident in self.active or op.confirming or held is not None:
                 return
@@ -109,19 +121,33 @@ class Coordinator:
         if queue is not None and not queue:
             del self.queues[ident]
 
-    def refuse_queued(self, ident: tuple[str, str]) -> None:
-        """Every write queued for the item that has not been proposed gets ReplicatedWriteConflictException: it
-        changed nothing anywhere (docs/mrsc.md, decision 2). Our own undecided proposal, if any, goes on."""
+    def refuse_queued(self, ident: tuple[str, str], keep: WriteOp | None = None) -> None:
+        """Every write queued for the item that has not been proposed, but `keep`, gets
+        ReplicatedWriteConflictException: it changed nothing anywhere (docs/mrsc.md, decision 2). Our own undecided
+        proposal, if any, goes on."""
         queue = self.queues.pop(ident, None)
         if queue is None:
             return
         pid = self.active.get(ident)
         proposing = self.proposals[pid].op if pid is not None else None
         for op in queue:
-            if not op.done and op is not proposing:
+            if not op.done and op is not proposing and op is not keep:
                 self._finish(op, "rwce", None)
-        if proposing is not None and not proposing.done:
-            self.queues[ident] = deque((proposing,))
+        kept = deque(op for op in (proposing, keep) if op is not None and not op.done)
+        if kept:
+            self.queues[ident] = kept
+
+    def _may_wait_for(self, ident: tuple[str, str], held: Pending, now: float) -> bool:
+        """Whether the head of the item's queue may wait for `held`, another Region's proposal accepted here
+        (decision 2a): only while it was accepted here less than `retransmit_ms` ago, and only one write per such
+        proposal."""
+        waited = self.waiting.get(ident)
+        if waited is not None and waited[0] == held.pid:
+            return now < waited[1]
+        accepted_at = self.node.accepted_at(held.pid)
+        until = accepted_at + self.node.config.retransmit_ms / 1000 if accepted_at is not None else float("-inf")
+        self.waiting[ident] = (held.pid, until if now < until else float("-inf"), held.table, held.key)
+        return now < until
 
     def note_contention(self, table: str, key: dict, now: float) -> None:
         """Another Region proposed for the item (this member was asked to vote, or refused our proposal for one).
@@ -205,6 +231,10 @@ class Coordinator:
             if now >= until:
                 del self.yielding[ident]
                 self.pump(table, key, now)
+        for ident, (pid, until, table, key) in list(self.waiting.items()):
+            if now >= until > float("-inf"):
+                self.waiting[ident] = (pid, float("-inf"), table, key)
+                self.pump(table, key, now)  # still held: the waiting write gets RWCE
         window = max(config.resolve_ms, config.write_timeout_ms) / 1000
         for ident, seen in list(self.contended.items()):
             if seen < now - window:
@@ -261,12 +291,15 @@ class Coordinator:
         for until, _table, _key in self.yielding.values():
             if soonest is None or until < soonest:
                 soonest = until
+        for _pid, until, _table, _key in self.waiting.values():
+            if until > float("-inf") and (soonest is None or until < soonest):
+                soonest = until
         return soonest
 
     # ----------------------------------------------------------------------------------------------- helpers
 
     def _yield_after_commit(self, ident: tuple[str, str], table: str, key: dict, now: float) -> None:
-        """Our proposal for a contended item committed: our next queued write on it waits `yield_ms` (decision 3).
+        """Our proposal for a contended item committed: our next write on it starts `yield_ms` later (decision 3).
         Why: the Commit and our next Propose would reach the other members together, the item would never be free
         there, and each of their writes would meet our proposal and be refused (decision 2): one Region would hold
         the item for as long as its clients keep writing it."""
@@ -274,8 +307,7 @@ class Coordinator:
         seen = self.contended.get(ident)
         if seen is None or seen < now - config.resolve_ms / 1000 or config.yield_ms <= 0:
             return
-        if any(not op.done for op in self.queues.get(ident, ())):
-            self.yielding[ident] = (now + config.yield_ms / 1000, table, key)
+        self.yielding[ident] = (now + config.yield_ms / 1000, table, key)  # a write queued or submitted meanwhile
 
     def _start(self, op: WriteOp, now: float) -> bool:
         """Evaluate and propose the head of a queue; False when it must wait (a confirmation Sync is out)."""

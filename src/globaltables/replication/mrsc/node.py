@@ -440,6 +440,14 @@ class MrscNode:
         index = self.members.index(coordinator) if coordinator in self.members else -1
         return version, (index + version) % len(self.members)
 
+    def accepted_at(self, pid: str) -> float | None:
+        """When another member's proposal `pid` was accepted here, if it is held here and was accepted less than
+        `resolve_ms` ago (None otherwise: also after a restart)."""
+        entry = self._recover.get(pid)
+        if entry is None or entry[1] > 0:
+            return None
+        return entry[0] - self.config.resolve_ms / 1000
+
     def _hold(self, pid: str, table: str, key: dict, now: float) -> None:
         """A proposal of another member accepted here: recovered after `resolve_ms` unless decided by then."""
         self._recover[pid] = (now + self.config.resolve_ms / 1000, 0, table, key)
