@@ -270,6 +270,54 @@ def test_an_isolated_replica_fails_writes_with_500_while_the_other_commits(clust
     assert cluster.clients[A].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
 
 
+def test_a_write_on_an_item_held_by_another_regions_undecided_proposal_is_refused_at_once(cluster):
+    """docs/mrsc.md decision 2a, through a region process and boto3. A's proposal is made to stay undecided at B:
+    A hears nobody (grudges against B and W), so it never learns B's or W's acceptance, and B does not hear W, so
+    its recovery cannot prove the outcome from W's vote; B holds A's proposal, accepted, for as long as the links
+    stay cut. A put at B on that item is then refused at once with ReplicatedWriteConflictException (409, the
+    developer guide's message, facts §10.1): never proposed, it changes nothing, and after the heal the item holds
+    the original value or A's, never B's."""
+    name = fresh("held")
+    cluster.clients[A].put_item(TableName=TABLE, Item={**key(name), "v": {"N": "0"}})
+    try:
+        cluster.faults(A, {"grudges": [B, W]})
+        cluster.faults(B, {"grudges": [W]})
+        # A's client waits write_timeout_ms and is answered 500, in doubt: by then B has held A's proposal for far
+        # longer than the one write a fresh acceptance lets wait (retransmit_ms).
+        assert error_code(lambda: cluster.clients[A].put_item(TableName=TABLE, Item={**key(name), "v": {"N": "1"}})) == (
+            "InternalServerError"
+        )
+        with pytest.raises(ClientError) as refused:
+            cluster.clients[B].put_item(TableName=TABLE, Item={**key(name), "v": {"N": "2"}})
+        error = refused.value.response
+        assert error["Error"]["Code"] == "ReplicatedWriteConflictException"
+        assert error["ResponseMetadata"]["HTTPStatusCode"] == 409
+        assert error["Error"]["Message"] == (
+            "One or more items in this request are being modified by a request in another Region."
+        )
+        # Refused without a proposal: B still holds A's, and its local copy is unchanged.
+        assert cluster.clients[B].get_item(TableName=TABLE, Key=key(name))["Item"]["v"] == {"N": "0"}
+    finally:
+        heal(cluster)
+
+    def resolved():
+        try:
+            items = [cluster.clients[r].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"] for r in (A, B)]
+        except ClientError:
+            return False
+        return items[0] == items[1] and items[0]["v"] in ({"N": "0"}, {"N": "1"})
+
+    wait_until(resolved, 20, "A's in-doubt write to be resolved the same way at both replicas")
+    # The item is free again: B's retry is accepted.
+    wait_until(
+        lambda: error_code(lambda: cluster.clients[B].put_item(TableName=TABLE, Item={**key(name), "v": {"N": "3"}})) is None,
+        20,
+        "B's retry to commit",
+        interval=0.2,
+    )
+    assert cluster.clients[A].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"]["v"] == {"N": "3"}
+
+
 def test_a_planted_refusal_without_confirmation_is_caught_by_the_checker(cluster):
     """`/control/faults {"planted": ["ccf-without-confirmation"]}` makes A answer ConditionalCheckFailed from its
     local copy without confirming it; with A cut from B, B's committed write has not reached A. The kit's recorder

@@ -21,7 +21,7 @@ from globaltables.runtime.rng import Rng
 from globaltables.sim.mrsc_cluster import MrscCluster
 
 ROOT = Path(__file__).resolve().parents[2]
-SEEDS = range(1, 16)  # the first seed whose recorded history runs the search out of its 2,000,000 steps is the case
+SEEDS = range(1, 31)  # the first seed whose recorded history runs the search out of its 2,000,000 steps is the case
 
 
 def flaky_links_run(seed: int) -> MrscCluster:

@@ -6,6 +6,10 @@ higher-ranked one up before its next queued write starts, or that proposal meets
 Repropose and no write ever commits (RWCE and 500s for all, for as long as the clients keep writing). Racing writes
 may fail with ReplicatedWriteConflictException (facts §3), but some write wins every round: the item's version
 advances, a floor of the writes is acknowledged in every region, and the history stays linearizable.
+
+A write on an item another Region's proposal holds is refused at once (decision 2), so a client answered RWCE
+pauses (`RETRY_PAUSE_S`, as an SDK's retry backoff does) before writing again: without a pause it would write again
+at the same virtual moment, and be refused again, forever.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from globaltables.sim.network import LinkSettings
 K = {"pk": {"S": "hot"}}
 MEMBERS = ("us-east-1", "us-east-2", "us-west-2")
 STREAM_S = 10.0
+RETRY_PAUSE_S = 0.01
 
 
 def writes(cluster: MrscCluster) -> list:
@@ -47,7 +52,15 @@ def test_back_to_back_writers_in_every_region_to_one_key_commit_every_few_round_
             issued[region] += 1
             cluster.write(region, "put", K, {"S": f"{process}-{issued[region]}"}, process=process)
 
-    cluster.on_complete = issue  # closed loop: each client writes again as soon as it is answered
+    def answered(process: str, region: str) -> None:
+        last = cluster.history.ops[-1]  # the completion just recorded (mrsc_cluster.py `_done`)
+        assert last.process == process and last.type != "invoke"
+        if last.error == "ReplicatedWriteConflictException":
+            cluster.scheduler.call_later(RETRY_PAUSE_S, issue, process, region)
+        else:
+            issue(process, region)
+
+    cluster.on_complete = answered  # closed loop: each client writes again as soon as it is answered
     for region in MEMBERS:
         for i in range(clients):
             cluster.scheduler.call_at(0.001 * i, issue, f"{region}/{i}", region)
@@ -63,7 +76,8 @@ def test_back_to_back_writers_in_every_region_to_one_key_commit_every_few_round_
     floor = int(STREAM_S / (4 * round_trip_s))
     assert min(during) >= floor, (during, floor)
     assert sum(acked.values()) >= floor, acked
-    assert sum(acked.values()) >= len(done) / 5, (acked, Counter((op.type, op.error) for op in done))
+    in_doubt = sum(op.error == "InternalServerError" for op in done)
+    assert sum(acked.values()) >= 2 * in_doubt, (acked, Counter((op.type, op.error) for op in done))
     assert set(acked) == set(MEMBERS), acked  # the rank's turn rotates with the version: nobody starves
     assert {op.error for op in done if op.type != "ok"} <= {"ReplicatedWriteConflictException",
                                                           "InternalServerError"}  # fmt: skip

@@ -13,3 +13,6 @@ class MrscConfig:
     read_timeout_ms: float = 2000.0  # the same for a strong read (and a condition's confirmation)
     sync_retry_ms: float = 20.0  # a strong read that found a pending proposal syncs again after this long
     max_retries: int = 5  # stale rejections re-evaluated and retried at most this many times
+    # After a commit on an item another Region proposed for within `resolve_ms`, this region's next queued write on
+    # it starts this much later, so the other Regions' writes can reach the free item (docs/mrsc.md, decision 3).
+    yield_ms: float = 20.0

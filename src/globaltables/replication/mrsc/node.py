@@ -139,8 +139,8 @@ class MrscNode:
     def submit_write(
         self, op_id: Any, table: str, key: dict, evaluate: Callable[[dict | None], dict | None], now: float
     ) -> list[Envelope]:
-        deadline = now + self.config.write_timeout_ms / 1000
-        self.coordinator.submit(WriteOp(op_id, table, key, evaluate, deadline), now)
+        timeout = self.config.write_timeout_ms / 1000
+        self.coordinator.submit(WriteOp(op_id, table, key, evaluate, now + timeout, now + timeout / 2, now), now)
         return self._flush()
 
     def submit_read(self, op_id: Any, table: str, key: dict, now: float) -> list[Envelope]:
@@ -168,6 +168,7 @@ class MrscNode:
             # Not (yet) a member for this table (a conversion still under way): no answer, as if unreachable.
             return self._drop(envelope, f"no strong table {table!r} here")
         if kind is Propose or kind is Status or kind is Repropose:
+            self.coordinator.note_contention(message.table, message.key, now)
             vote, accepted = member.answer(port, message, _pending_of, self.rank)
             if vote.answer == CONFLICT and kind is Propose and ACCEPT_AFTER_CONFLICT in self.planted:
                 # The planted bug: the refusal goes out, and is taken back at once as if a Repropose had come.
@@ -177,6 +178,9 @@ class MrscNode:
                 vote, accepted = member.answer(port, again, _pending_of, self.rank, planted=True)
             if accepted:
                 self._hold(message.pid, message.table, message.key, now)
+                # Writes queued here for the item (behind a condition's confirmation) now meet another Region's
+                # proposal: refused at once (docs/mrsc.md, decision 2a).
+                self.coordinator.pump(message.table, message.key, now)
             elif vote.answer == CONFLICT and kind is not Status:
                 self._refuse_for_now(message, now)
             if vote.answer != STALE and message.pid not in self._vote_due:  # a vote recorded here: clean it up later
@@ -435,6 +439,14 @@ class MrscNode:
         coordinator's turn at that version (a different member wins a tie at each version)."""
         index = self.members.index(coordinator) if coordinator in self.members else -1
         return version, (index + version) % len(self.members)
+
+    def accepted_at(self, pid: str) -> float | None:
+        """When another member's proposal `pid` was accepted here, if it is held here and was accepted less than
+        `resolve_ms` ago (None otherwise: also after a restart)."""
+        entry = self._recover.get(pid)
+        if entry is None or entry[1] > 0:
+            return None
+        return entry[0] - self.config.resolve_ms / 1000
 
     def _hold(self, pid: str, table: str, key: dict, now: float) -> None:
         """A proposal of another member accepted here: recovered after `resolve_ms` unless decided by then."""
