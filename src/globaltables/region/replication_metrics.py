@@ -82,21 +82,15 @@ class LagHistogram:
 
 def quantile_of(fine: Mapping[int, int], q: float, maximum: float | None = None) -> float | None:
     """The q-quantile of sparse 2 % buckets (the upper bound of the bucket it falls in, capped by `maximum`)."""
-    total = sum(fine.values())
-    if total <= 0:
-        return None
-    rank = q * total
-    seen = 0
-    for index in sorted(fine):
-        seen += fine[index]
-        if seen >= rank and fine[index] > 0:
-            value = GROWTH**index
-            return min(value, maximum) if maximum is not None else value
-    return maximum
+    return _bucket_quantile(fine, q, maximum, placed=False)
 
 
 def interpolated_quantile_of(fine: Mapping[int, int], q: float, maximum: float | None = None) -> float | None:
     """The q-quantile of sparse 2 % buckets, placed within its bucket by rank (module doc), capped by `maximum`."""
+    return _bucket_quantile(fine, q, maximum, placed=True)
+
+
+def _bucket_quantile(fine: Mapping[int, int], q: float, maximum: float | None, placed: bool) -> float | None:
     total = sum(fine.values())
     if total <= 0:
         return None
@@ -105,9 +99,10 @@ def interpolated_quantile_of(fine: Mapping[int, int], q: float, maximum: float |
     for index in sorted(fine):
         count = fine[index]
         if count > 0 and seen + count >= rank:
-            upper = GROWTH**index
-            lower = 0.0 if index <= _FLOOR_INDEX else GROWTH ** (index - 1)
-            value = lower + (upper - lower) * (rank - seen) / count
+            value = GROWTH**index
+            if placed:
+                lower = 0.0 if index <= _FLOOR_INDEX else GROWTH ** (index - 1)
+                value = lower + (value - lower) * (rank - seen) / count
             return min(value, maximum) if maximum is not None else value
         seen += count
     return maximum
