@@ -310,24 +310,23 @@ class Resource:
 class Lane:
     """What `charge_one` needs of one table's own resource for one kind of unit, looked up once per configuration,
     not per request (ThroughputModel drops it whenever the engine saves or drops the table, or Contributor Insights
-    changes there): the definition it was made for, the resource,
-    the table's bucket (the provisioned one in provisioned mode, the per-table quota on demand: a table has one or
-    the other, ThroughputModel._configure, so the fast path checks one bucket inline), the partition share of one
-    unit, and whether anything else must see each request (an OnDemandThroughput cap, the previous peak,
-    Contributor Insights), in which case `charge_one` takes the general path."""
+    changes there): the resource, the table's bucket (the provisioned one in provisioned mode, the per-table quota
+    on demand: a table has one or the other, ThroughputModel._configure, so the fast path checks one bucket inline),
+    the partition share of one unit, and whether anything the fast path does not do must see each request (an
+    OnDemandThroughput cap, Contributor Insights), in which case `charge_one` takes the general path. The previous
+    peak of an on-demand table is counted on the fast path."""
 
-    __slots__ = ("bucket", "definition", "plain", "resource", "share", "state")
+    __slots__ = ("bucket", "plain", "resource", "share", "state")
 
     def __init__(self, state: TableThroughput, kind: str) -> None:
         resource = state.resources[None]
         provisioned, quota = resource.provisioned.get(kind), state.quota.get(kind)
         assert provisioned is None or quota is None  # provisioned mode has no quota bucket, on demand no rate
         self.state = state
-        self.definition = state.definition
         self.resource = resource
         self.bucket = provisioned or quota
         self.share = _SHARE[kind]
-        self.plain = resource.caps.get(kind) is None and resource.peaks is None and resource.insights is None
+        self.plain = resource.caps.get(kind) is None and resource.insights is None
 
 
 class TableThroughput:
@@ -424,11 +423,11 @@ class ThroughputModel:
         self, table: str, kind: str, h: int, units: float, pk: bytes | None, sk: bytes | None, now: float
     ) -> None:
         """`charge_one` the long way (`_one`: every limit, the throttle counted, Contributor Insights fed), and the
-        table's lane made again for the next request."""
+        table's lane made for the next request if it has none (lanes go with every configuration)."""
         state = self._state(table, now)
-        lane = self._lanes[kind].get(table)
-        if lane is None or lane.definition is not state.definition:
-            self._lanes[kind][table] = Lane(state, kind)
+        lanes = self._lanes[kind]
+        if table not in lanes:
+            lanes[table] = Lane(state, kind)
         throttle = self._one(state, kind, None, h, units, units, pk, sk, now)
         if throttle is not None:
             raise throttle.error()
