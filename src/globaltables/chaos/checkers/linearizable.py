@@ -3,8 +3,9 @@
 Theory of operation (Wing & Gong's search with Lowe's memoisation, as in Knossos and Porcupine): per (table, key),
 the operations become call and return events in time order; the search walks the events, tries to linearize each
 callable operation as soon as its call has happened (the model must allow it), backtracks when it reaches the return
-of an operation it has not linearized, and caches (linearized set, value) pairs it has already explored. Items are
-independent, so each key is checked alone, with its own step budget.
+of an operation it has not linearized, and caches (linearized set, state) pairs it has already explored. Items are
+independent, so each key is checked alone, with its own step budget. The search is pruned (rule 8) where a step
+cannot change the verdict.
 
 The model: the register holds a value or "no item". A read must return the current value; a write sets it (a
 delete: "no item"); a conditional write (its invocation's `condition`, chaos/conditions.py) is a compare-and-set:
@@ -35,6 +36,28 @@ Rules
 7. A write whose record does not say what it wrote (the pytest kit's UpdateItem answered without a post-image is
    recorded as its expression) is left out of the search: an in-doubt one may explain a read nothing else explains,
    so an invalid search makes the key undecided, and an acknowledged one makes it undecided at once.
+8. The search is pruned, exactly (each pruning keeps the verdict of the search without it; `reductions=False`
+   turns rule 8 off with rule 4):
+   (a) State classes. To the operations not yet linearized, a value that none of their reads returns is the same
+   state as any other such value: no read can be linearized in it, and conditions see only whether the item exists,
+   which it does in all of them. The search and its cache hold all such values as one state, UNREAD (a value
+   becomes UNREAD when its last read is linearized; "no item" never does). Configurations that differ only in which
+   of them the register holds are then one entry of the cache.
+   (b) Forced steps. An operation that is callable in a configuration (no operation left to linearize returned
+   before its invocation) and allowed there, and that leaves the state's class as it found it in any order, is
+   linearized at once, and the configuration tries nothing else: a read, a refusal, and an acknowledged write of a
+   value no read left returns while the state is already UNREAD, on a key where either no operation deletes or none
+   has a condition. Why that keeps the verdict: take any order that linearizes the operation later, and move it to
+   the front. Real time allows it (it was callable), the operations it now precedes start from a state of the same
+   class and so stay allowed and reach the same classes, and those after its old place see what they saw: a read or
+   a refusal leaves the state as it is; after an unread write no read can come before the next write, so the value
+   it erased is never seen, and the only thing a condition could see, whether the item exists, is true at its old
+   place and at its new one when nothing deletes (and moot when nothing has a condition).
+   Why it matters: on a hot key under MRSC (docs/mrsc.md decisions 1-3) most writes are refused at once, strong
+   reads take seconds and many time out, so each acknowledged read overlaps dozens of racing writes. The search as
+   recorded tried, wherever such a read was allowed, also every order of the writes that put it later, each found
+   dead only at the read's return: exponential in the writes a read overlaps. Forced reads take that branch away;
+   forced unread writes and state classes take away the orders of writes no read can tell apart.
 Values are compared as canonical JSON, so {"S": "w-1"} from a write matches the same value read back.
 """
 
@@ -55,7 +78,9 @@ EXPLAIN_BUDGET = 400_000  # steps spent shrinking one invalid key's explanation
 ABSENT = "<absent>"  # the register's value when the item does not exist
 UNSAID = "<unsaid>"  # a write whose record does not say the value it wrote (a described UpdateItem, rule 7)
 CCF = "ConditionalCheckFailedException"
+UNREAD = "<unread>"  # the search's one state for every value no read returns (rule 8a)
 READ, WRITE, CAS, REFUSAL = "read", "write", "cas", "refusal"
+PURE = frozenset((READ, REFUSAL))  # operations that change no state
 
 
 def canonical(value: Any) -> str:
@@ -146,7 +171,7 @@ def check(
     explain: bool = True,
     reductions: bool = True,
 ) -> CheckResult:
-    """`reductions=False` searches the history exactly as recorded (rule 4 off): only for comparing searches."""
+    """`reductions=False` searches the history exactly as recorded (rules 4 and 8 off): only for comparing searches."""
     read_fs = frozenset(reads)
     per_key: dict[tuple[str, str], list[_Op]] = {}
     for invoke, completion in history.pairs():
@@ -168,7 +193,7 @@ def check(
         ops, n_dropped, n_closed = reduce_ops(ops) if reductions else (ops, 0, 0)
         dropped += n_dropped
         closed += n_closed
-        verdict, steps = search(ops, budget, start)
+        verdict, steps = search(ops, budget, start, prune=reductions)
         steps_of[name] = steps
         if verdict is None or (verdict is False and unsaid):
             undecided.append(name)
@@ -258,73 +283,155 @@ def reduce_ops(ops: list[_Op]) -> tuple[list[_Op], int, int]:
 # ------------------------------------------------------------------------------------------------ search
 
 
-def search(ops: Sequence[_Op], budget: int, initial: str) -> tuple[bool | None, int]:
-    """(True, steps) linearizable, (False, steps) not, (None, steps) budget exhausted."""
-    for bit, op in enumerate(ops):
-        op.bit = 1 << bit
-    # Events in time order; at one position a return sorts before a call (strict real-time order).
-    events: list[tuple[float, int, _Entry]] = []
-    for op in ops:
-        events.append((op.call, 1, _Entry(op, True)))
-        if op.must:
-            events.append((op.ret, 0, _Entry(op, False)))
-    events.sort(key=lambda e: (e[0], e[1]))
-    head = _Entry(None, False)
-    prev = head
-    ret_of: dict[int, _Entry] = {}
-    for _time, _kind, entry in events:
-        prev.next = entry
-        entry.prev = prev
-        prev = entry
-        if not entry.is_call:
-            ret_of[entry.op.bit] = entry
-    remaining_must = sum(1 for op in ops if op.must)
-    linearized = 0
-    state = initial
-    cache: set[tuple[int, str]] = set()
-    stack: list[tuple[_Entry, str]] = []
-    entry = head.next
-    steps = 0
-    while remaining_must:
-        steps += 1
-        if steps > budget:
-            return None, steps
-        if entry is None:
-            # Only calls of optional (info) writes remain and none fits: backtrack.
-            if not stack:
-                return False, steps
-            entry, state, remaining_must, linearized = _undo(stack, remaining_must, linearized, ret_of)
-            continue
+def search(ops: Sequence[_Op], budget: int, initial: str, prune: bool = True) -> tuple[bool | None, int]:
+    """(True, steps) linearizable, (False, steps) not, (None, steps) budget exhausted. A step is one entry of the
+    event list looked at. `prune=False` searches without rule 8, only for comparing searches."""
+    return _Search(ops, initial, prune).run(budget)
+
+
+class _Search:
+    """The search's configuration: the event list without the calls (and returns) linearized so far, the linearized
+    set as a bitset, the register's state, and the stack of choices to take back."""
+
+    def __init__(self, ops: Sequence[_Op], initial: str, prune: bool) -> None:
+        for bit, op in enumerate(ops):
+            op.bit = 1 << bit
+        # Events in time order; at one position a return sorts before a call (strict real-time order).
+        events: list[tuple[float, int, _Entry]] = []
+        for op in ops:
+            events.append((op.call, 1, _Entry(op, True)))
+            if op.must:
+                events.append((op.ret, 0, _Entry(op, False)))
+        events.sort(key=lambda e: (e[0], e[1]))
+        self.head = prev = _Entry(None, False)
+        self.ret_of: dict[int, _Entry] = {}
+        for _time, _kind, entry in events:
+            prev.next = entry
+            entry.prev = prev
+            prev = entry
+            if not entry.is_call:
+                self.ret_of[entry.op.bit] = entry
+        self.prune = prune
+        self.reads_left: dict[str, int] = {}  # value -> reads of it not linearized yet (rule 8a)
+        for op in ops:
+            if op.kind == READ:
+                self.reads_left[op.value] = self.reads_left.get(op.value, 0) + 1
+        # Rule 8b for writes: where a write's state cannot be told from a later one's by any condition.
+        deletes = any(op.writes() and op.value == ABSENT for op in ops)
+        conditions = any(op.kind in (CAS, REFUSAL) for op in ops)
+        self.erasable = prune and not (deletes and conditions)
+        self.remaining_must = sum(1 for op in ops if op.must)
+        self.linearized = 0
+        self.state = self.canon(initial)
+        self.stack: list[tuple[_Entry, str, bool]] = []  # (call linearized, state before it, whether it was forced)
+
+    def canon(self, value: str) -> str:
+        """Rule 8a: the state's class. A value that no read still to be linearized returns is one state with every
+        other such value (conditions see only existence, and none of them is "no item")."""
+        if not self.prune or value == ABSENT or self.reads_left.get(value, 0):
+            return value
+        return UNREAD
+
+    def forced(self, op: _Op, new_state: str) -> bool:
+        """Rule 8b: whether linearizing `op` (allowed now) leaves the state's class as it is in every order, so that
+        a configuration where it is callable need try nothing else."""
+        if op.kind in PURE:
+            return True
+        return self.erasable and op.must and self.state == UNREAD and new_state == UNREAD
+
+    def take(self, entry: _Entry, new_state: str, forced: bool) -> None:
         op = entry.op
-        if entry.is_call:
-            allowed, new_state = op.allowed(state)
-            if allowed and (linearized | op.bit, new_state) not in cache:
-                cache.add((linearized | op.bit, new_state))
-                stack.append((entry, state))
-                state = new_state
-                linearized |= op.bit
-                if op.must:
-                    remaining_must -= 1
-                _lift(entry, ret_of.get(op.bit))
-                entry = head.next
+        self.stack.append((entry, self.state, forced))
+        self.linearized |= op.bit
+        if op.must:
+            self.remaining_must -= 1
+        if op.kind == READ and self.prune:
+            self.reads_left[op.value] -= 1
+        self.state = new_state
+        _lift(entry, self.ret_of.get(op.bit))
+
+    def undo(self) -> _Entry | None:
+        """Take back linearized calls up to and including the last one that was a choice: the next alternative to
+        try in the configuration before it (None when nothing is left to try). A forced call's configuration has no
+        alternative, so it is taken back too."""
+        while self.stack:
+            entry, self.state, forced = self.stack.pop()
+            op = entry.op
+            self.linearized &= ~op.bit
+            if op.must:
+                self.remaining_must += 1
+            if op.kind == READ and self.prune:
+                self.reads_left[op.value] += 1
+            _unlift(entry, self.ret_of.get(op.bit))
+            if not forced:
+                return entry.next
+        return None
+
+    def outcome(self, op: _Op) -> tuple[bool, str]:
+        """Whether `op` is allowed now, and the state's class after it."""
+        allowed, new_state = op.allowed(self.state)
+        if op.kind == READ and self.prune and self.reads_left[op.value] == 1 and new_state != ABSENT:
+            return allowed, UNREAD  # the last read of its value
+        return allowed, self.canon(new_state)
+
+    def run(self, budget: int) -> tuple[bool | None, int]:
+        head, cache = self.head, set()  # cache: (linearized set, state class) pairs already explored
+        entry = head.next
+        fresh = self.prune  # `entry` starts a configuration not yet looked at for a forced operation
+        steps = 0
+        while self.remaining_must:
+            if fresh:
+                # Rule 8b: an allowed operation that changes no state's class is linearized now, with no other
+                # branch to try; else the scan goes on at the first operation it would take, or at the return that
+                # ends the calls callable here.
+                fresh = False
+                entry, forced, first = head.next, None, None
+                while entry is not None and entry.is_call:
+                    steps += 1
+                    op = entry.op
+                    allowed, new_state = self.outcome(op)
+                    if allowed:
+                        if self.forced(op, new_state):
+                            forced = entry
+                            break
+                        if first is None and (self.linearized | op.bit, new_state) not in cache:
+                            first = entry
+                    entry = entry.next
+                if steps > budget:
+                    return None, steps
+                if forced is None:
+                    entry = first or entry
+                elif (self.linearized | op.bit, new_state) in cache:  # explored from there already: it failed
+                    entry = self.undo()
+                    if entry is None and not self.stack:
+                        return False, steps
+                    continue
+                else:
+                    cache.add((self.linearized | op.bit, new_state))
+                    self.take(forced, new_state, True)
+                    entry, fresh = head.next, True
+                    continue
+            steps += 1
+            if steps > budget:
+                return None, steps
+            if entry is None or not entry.is_call:
+                # The return of an operation not yet linearized (or only calls of optional writes left, none
+                # fitting): this branch is impossible.
+                if not self.stack:
+                    return False, steps
+                entry = self.undo()
+                if entry is None and not self.stack:
+                    return False, steps
+                continue
+            op = entry.op
+            allowed, new_state = self.outcome(op)
+            if allowed and (self.linearized | op.bit, new_state) not in cache:
+                cache.add((self.linearized | op.bit, new_state))
+                self.take(entry, new_state, False)
+                entry, fresh = head.next, self.prune
             else:
                 entry = entry.next
-        else:
-            # The return of an operation not yet linearized: this branch is impossible.
-            if not stack:
-                return False, steps
-            entry, state, remaining_must, linearized = _undo(stack, remaining_must, linearized, ret_of)
-    return True, steps
-
-
-def _undo(stack, remaining_must, linearized, ret_of):
-    entry, state = stack.pop()
-    op = entry.op
-    linearized &= ~op.bit
-    if op.must:
-        remaining_must += 1
-    _unlift(entry, ret_of.get(op.bit))
-    return entry.next, state, remaining_must, linearized
+        return True, steps
 
 
 def _lift(call: _Entry, ret: _Entry | None) -> None:
