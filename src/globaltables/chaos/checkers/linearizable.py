@@ -36,8 +36,8 @@ Rules
 7. A write whose record does not say what it wrote (the pytest kit's UpdateItem answered without a post-image is
    recorded as its expression) is left out of the search: an in-doubt one may explain a read nothing else explains,
    so an invalid search makes the key undecided, and an acknowledged one makes it undecided at once.
-8. The search is pruned, exactly (each pruning keeps the verdict of the search without it; `reductions=False`
-   turns rule 8 off with rule 4):
+8. The search is pruned, exactly (each pruning keeps the verdict of the search without it; `pruning=False` turns
+   rule 8 off, `reductions=False` rules 4 and 8):
    (a) State classes. To the operations not yet linearized, a value that none of their reads returns is the same
    state as any other such value: no read can be linearized in it, and conditions see only whether the item exists,
    which it does in all of them. The search and its cache hold all such values as one state, UNREAD (a value
@@ -170,8 +170,10 @@ def check(
     initial: Any = None,
     explain: bool = True,
     reductions: bool = True,
+    pruning: bool = True,
 ) -> CheckResult:
-    """`reductions=False` searches the history exactly as recorded (rules 4 and 8 off): only for comparing searches."""
+    """`reductions=False` searches the history exactly as recorded (rules 4 and 8 off), `pruning=False` without rule 8:
+    only for comparing searches."""
     read_fs = frozenset(reads)
     per_key: dict[tuple[str, str], list[_Op]] = {}
     for invoke, completion in history.pairs():
@@ -193,7 +195,7 @@ def check(
         ops, n_dropped, n_closed = reduce_ops(ops) if reductions else (ops, 0, 0)
         dropped += n_dropped
         closed += n_closed
-        verdict, steps = search(ops, budget, start, prune=reductions)
+        verdict, steps = search(ops, budget, start, prune=reductions and pruning)
         steps_of[name] = steps
         if verdict is None or (verdict is False and unsaid):
             undecided.append(name)
