@@ -51,8 +51,9 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from . import partitions
-from .capacity import Charge
+from .capacity import READ_UNIT_BYTES, WRITE_UNIT_BYTES, Charge
 from .throttling import ACCOUNT_LIMIT, KEY_RANGE, MAX_ON_DEMAND, PROVISIONED, Throttle
+from .values import MAX_ITEM_BYTES
 
 UNLIMITED = "unlimited"
 MODELLED = "modelled"
@@ -312,11 +313,12 @@ class Lane:
     not per request (ThroughputModel drops it whenever the engine saves or drops the table, or Contributor Insights
     changes there): the resource, the table's bucket (the provisioned one in provisioned mode, the per-table quota
     on demand: a table has one or the other, ThroughputModel._configure, so the fast path checks one bucket inline),
-    the partition share of one unit, and whether anything the fast path does not do must see each request (an
-    OnDemandThroughput cap, Contributor Insights), in which case `charge_one` takes the general path. The previous
-    peak of an on-demand table is counted on the fast path."""
+    the previous peak of an on-demand table, and the partition share of one unit. A lane is `plain` when the fast
+    path may serve every request of its kind: nothing it does not do must see each request (an OnDemandThroughput
+    cap, Contributor Insights), and any one item's draw is below the table bucket's depth (a larger draw needs a
+    full bucket and leaves a debt, decision 8; a partition's depth of 1,000 WCU is above any item's 400)."""
 
-    __slots__ = ("bucket", "plain", "resource", "share", "state")
+    __slots__ = ("bucket", "peak", "plain", "resource", "share", "state")
 
     def __init__(self, state: TableThroughput, kind: str) -> None:
         resource = state.resources[None]
@@ -324,9 +326,14 @@ class Lane:
         assert provisioned is None or quota is None  # provisioned mode has no quota bucket, on demand no rate
         self.state = state
         self.resource = resource
-        self.bucket = provisioned or quota
+        self.bucket = bucket = provisioned or quota
+        self.peak = resource.peaks[kind] if resource.peaks is not None else None
         self.share = _SHARE[kind]
-        self.plain = resource.caps.get(kind) is None and resource.insights is None
+        self.plain = (
+            resource.caps.get(kind) is None
+            and resource.insights is None
+            and (bucket is None or bucket.depth > _MOST_ITEM_UNITS[kind])
+        )
 
 
 class TableThroughput:
@@ -347,6 +354,8 @@ class TableThroughput:
 _SHARE = {"read": 1.0 / partitions.PARTITION_READ_UNITS, "write": 1.0 / partitions.PARTITION_WRITE_UNITS}
 _PER_PARTITION = {"read": partitions.PARTITION_READ_UNITS, "write": partitions.PARTITION_WRITE_UNITS}
 _OPERATION = {"read": "Read", "write": "Write"}
+# The largest draw of one item: 400 KB in write units, or read strongly.
+_MOST_ITEM_UNITS = {"read": -(-MAX_ITEM_BYTES // READ_UNIT_BYTES), "write": -(-MAX_ITEM_BYTES // WRITE_UNIT_BYTES)}
 
 
 class ThroughputModel:
@@ -362,7 +371,7 @@ class ThroughputModel:
         self.settings = settings or CapacitySettings()
         self.tables: dict[str, TableThroughput] = {}
         # kind -> table name -> the fast path's Lane (charge_one), made by the first request after a configuration.
-        self._lanes: dict[str, dict[str, Lane]] = {"read": {}, "write": {}}
+        self._lanes: dict[str, dict[str, Lane | None]] = {"read": {}, "write": {}}
         self.insights = insights
         if insights is not None:
             insights.listeners.append(self._attach_insights)
@@ -382,11 +391,15 @@ class ThroughputModel:
         """`charge` of `units` on the table itself (no index), at partition hash `h`: the fast path of a GetItem or
         an index-free write, with no Charge built, the buckets' arithmetic inlined (Bucket.admits and draw). Kept
         short and touching few objects (the table's `Lane`, the partition, the table's bucket): whatever is rare
-        (a first request, a new definition, an OnDemandThroughput cap, Contributor Insights, a throttle) takes
-        `_charge_general`, which applies the same limits in the same order."""
+        (a first request, a new definition, an OnDemandThroughput cap, Contributor Insights, a draw as large as a
+        bucket, a throttle) takes `_charge_general`, which applies the same limits in the same order.
+
+        Why a bucket is checked before it is brought up to date: its level is min(now - empty, span) in seconds of
+        its rate, and a draw below the span (`Lane.plain` sees to it) fits exactly when now - empty >= the draw, so
+        the clamp to the span is only needed for the new `empty`."""
         now = self._monotonic()
         lane = self._lanes[kind].get(table)
-        if lane is None or not lane.plain:  # a lane lives until its table is saved or dropped (table_saved, forget)
+        if lane is None:  # none yet, or not a plain one; a lane lives until its table is saved or dropped
             self._charge_general(table, kind, h, units, pk, sk, now)
             return
         resource = lane.resource
@@ -394,30 +407,31 @@ class ThroughputModel:
         part = resource.parts[h * resource.count >> 32 if starts is None else bisect_right(starts, h) - 1]
         share = units * lane.share
         empty = part.empty
-        if empty < now - 1.0:  # noqa: PLR1730 (max() is a call: hot path); full (rate 1, depth 1)
-            empty = now - 1.0
-        if now - empty < share:  # one item's share is below the depth (400 KB: 400 WCU, 0.4 of a second)
+        if now - empty < share:  # the partition holds less than the draw (rate 1, depth 1)
             self._charge_general(table, kind, h, units, pk, sk, now)
             return
         bucket = lane.bucket
         if bucket is not None:  # the table's provisioned rate or quota, in seconds of its rate
             table_empty = bucket.empty
-            if table_empty < now - bucket.span:  # noqa: PLR1730 (max() is a call: hot path)
-                table_empty = now - bucket.span
             wait = units * bucket.inverse
-            if now - table_empty < (wait if wait < bucket.span else bucket.span):  # noqa: FURB136
+            if now - table_empty < wait:
                 self._charge_general(table, kind, h, units, pk, sk, now)
                 return
-            bucket.empty = table_empty + wait
-        part.empty = empty + share
+            floor = now - bucket.span
+            bucket.empty = (table_empty if table_empty > floor else floor) + wait
+        floor = now - 1.0
+        part.empty = (empty if empty > floor else floor) + share
         if now >= part.ends:  # a new second (heat and the 10 GB rule are looked at), or a hot partition
             self._second(lane.state, resource, part, h, share, now)
         else:
             part.used += share
         resource.consumed[kind] += units
-        peaks = resource.peaks
-        if peaks is not None and peaks[kind].record(now, units, resource.count * _PER_PARTITION[kind]):
-            resource.resize(now)
+        peak = lane.peak
+        if peak is not None:  # on demand: the previous peak, one addition until the second ends (Peak.record)
+            if now < peak.ends:
+                peak.used += units
+            elif peak.record(now, units, resource.count * _PER_PARTITION[kind]):
+                resource.resize(now)
 
     def _charge_general(
         self, table: str, kind: str, h: int, units: float, pk: bytes | None, sk: bytes | None, now: float
@@ -426,8 +440,9 @@ class ThroughputModel:
         table's lane made for the next request if it has none (lanes go with every configuration)."""
         state = self._state(table, now)
         lanes = self._lanes[kind]
-        if table not in lanes:
-            lanes[table] = Lane(state, kind)
+        if table not in lanes:  # kept as None when not plain: charge_one then comes here at once
+            lane = Lane(state, kind)
+            lanes[table] = lane if lane.plain else None
         throttle = self._one(state, kind, None, h, units, units, pk, sk, now)
         if throttle is not None:
             raise throttle.error()

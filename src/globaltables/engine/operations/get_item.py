@@ -56,7 +56,7 @@ def handle(engine, request: dict) -> Answer:
             version = None
     consistent = bool(request.get("ConsistentRead", False))
     if throughput is not None:  # throttled: the item is not returned
-        units = float(-(-size // READ_UNIT_BYTES) or 1)  # capacity.read_units, inlined
+        units = -(-size // READ_UNIT_BYTES) or 1  # capacity.read_units, inlined
         throughput.charge_one(table.name, "read", h, units if consistent else units / 2, pk, sk)
     response: dict = {}
     if item is not None:

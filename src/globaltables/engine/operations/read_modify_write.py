@@ -153,7 +153,7 @@ def execute(engine, request: WriteRequest) -> Answer:
             charge = capacity.item_write_charge(table, request.pk, old, new, size, sk=request.sk, old_size=old_size)
             throughput.charge(charge)
         else:  # the table's own partition only: no Charge to build
-            units = float(-(-max(size, old_size) // WRITE_UNIT_BYTES) or 1)  # capacity.write_units, inlined
+            units = -(-max(size, old_size) // WRITE_UNIT_BYTES) or 1  # capacity.write_units, inlined
             throughput.charge_one(table.name, "write", h, units, request.pk, request.sk)
     if new is not None or old is not None:
         write = ItemWrite(
