@@ -5,6 +5,7 @@ under-provisioned global table defers replicated writes (lag grows), an update-t
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import jsonschema
@@ -15,6 +16,23 @@ from globaltables.experiment.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(240)
+
+
+def accepted_hot_puts(samples_csv: Path) -> dict[str, tuple[int, float]]:
+    """Per region, from samples.csv: the workload's accepted puts (the lag probe writes other keys) and the seconds
+    from the first attempt's intended start to the last answer."""
+    accepted: dict[str, int] = {}
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    with open(samples_csv, newline="") as file:
+        for row in csv.DictReader(file):
+            if row["probe"] == "1":
+                continue
+            region, start = row["region"], float(row["intended_s"])
+            first[region] = min(first.get(region, start), start)
+            last[region] = max(last.get(region, start), start + float(row["latency_ms"]) / 1000.0)
+            accepted[region] = accepted.get(region, 0) + (row["outcome"] == "ok")
+    return {region: (accepted[region], last[region] - first[region]) for region in accepted}
 
 
 async def test_a_hot_partition_pins_the_accepted_rate_and_reports_the_throttle_reasons(tmp_path):
@@ -28,9 +46,13 @@ async def test_a_hot_partition_pins_the_accepted_rate_and_reports_the_throttle_r
     assert set(throttles["by_reason"]) == {"TableWriteKeyRangeThroughputExceeded"}
     assert set(throttles["by_error"]) == {"ThrottlingException"}
     assert set(throttles["by_region"]) == set(results["regions"])
-    # 8 KB puts (8 WCU) to one key: one partition accepts about 125 a second, whatever more is asked.
+    # 8 KB puts (8 WCU) to one key: one partition accepts 125 a second, whatever more is asked, plus the second of
+    # throughput its bucket may hold at the start. Bounded over the time the region had to admit them (from the
+    # first attempt's start to the last answer), so a slow machine serving late cannot make the bound fail.
+    for region, (accepted, span_s) in accepted_hot_puts(out / "samples.csv").items():
+        assert accepted <= 125 * (span_s + 1.0) * 1.02, (region, accepted, span_s)
     for region, rate in results["throughput"].items():
-        assert rate["ok_per_s"] < 200, (region, rate)
+        assert rate["ok_per_s"] < rate["achieved_per_s"], (region, rate)  # the cap binds: the rest is throttled
     assert sum(row["throttled"] for row in results["timeline"]) == throttles["attempts"]
     report = (out / "report.md").read_text()
     assert "## Throttling" in report and "| TableWriteKeyRangeThroughputExceeded |" in report

@@ -252,22 +252,30 @@ def test_an_isolated_replica_fails_writes_with_500_while_the_other_commits(clust
     finally:
         heal(cluster)
     # Healed: A's in-doubt write was resolved one way or the other, the same way everywhere, and A writes again.
+    settle_in_doubt(cluster, mine, A)
+    assert cluster.clients[B].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
+    assert cluster.clients[A].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
+
+
+def settle_in_doubt(cluster, name: str, writer: str) -> None:
+    """After a heal: the in-doubt write of "1" over "0" on item `name` is resolved one way or the other, the same way
+    at A and B; then `writer`'s put of "3" commits (the item is free again)."""
+
     def agreed():
         try:
-            items = [cluster.clients[r].get_item(TableName=TABLE, Key=key(mine), ConsistentRead=True)["Item"] for r in (A, B)]
+            items = [cluster.clients[r].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"] for r in (A, B)]
         except ClientError:
             return False
         return items[0] == items[1] and items[0]["v"] in ({"N": "0"}, {"N": "1"})
 
-    wait_until(agreed, 20, "the isolated replica's in-doubt write to be resolved")
+    wait_until(agreed, 20, "the in-doubt write to be resolved the same way at both replicas")
     wait_until(
-        lambda: error_code(lambda: cluster.clients[A].put_item(TableName=TABLE, Item={**key(mine), "v": {"N": "3"}})) is None,
+        lambda: error_code(lambda: cluster.clients[writer].put_item(TableName=TABLE, Item={**key(name), "v": {"N": "3"}}))
+        is None,
         20,
-        "the healed replica to write again",
+        f"{writer}'s next write to commit",
         interval=0.2,
     )
-    assert cluster.clients[B].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
-    assert cluster.clients[A].get_item(TableName=TABLE, Key=key(theirs), ConsistentRead=True)["Item"]["v"] == {"N": "2"}
 
 
 def test_a_write_on_an_item_held_by_another_regions_undecided_proposal_is_refused_at_once(cluster):
@@ -299,22 +307,8 @@ def test_a_write_on_an_item_held_by_another_regions_undecided_proposal_is_refuse
         assert cluster.clients[B].get_item(TableName=TABLE, Key=key(name))["Item"]["v"] == {"N": "0"}
     finally:
         heal(cluster)
-
-    def resolved():
-        try:
-            items = [cluster.clients[r].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"] for r in (A, B)]
-        except ClientError:
-            return False
-        return items[0] == items[1] and items[0]["v"] in ({"N": "0"}, {"N": "1"})
-
-    wait_until(resolved, 20, "A's in-doubt write to be resolved the same way at both replicas")
-    # The item is free again: B's retry is accepted.
-    wait_until(
-        lambda: error_code(lambda: cluster.clients[B].put_item(TableName=TABLE, Item={**key(name), "v": {"N": "3"}})) is None,
-        20,
-        "B's retry to commit",
-        interval=0.2,
-    )
+    # A's in-doubt write is resolved the same way at both replicas; the item is free again: B's retry is accepted.
+    settle_in_doubt(cluster, name, B)
     assert cluster.clients[A].get_item(TableName=TABLE, Key=key(name), ConsistentRead=True)["Item"]["v"] == {"N": "3"}
 
 

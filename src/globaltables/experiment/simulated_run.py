@@ -67,7 +67,7 @@ from ..sim.collector import simulation_collector
 from ..sim.mrsc_cluster import MrscCluster
 from ..topology.model import Topology
 from . import capacity as capacity_phase
-from . import ledger
+from . import ledger, strong_flights
 from .load import (
     HISTORY_CONDITIONS,
     HISTORY_NAMES,
@@ -426,18 +426,14 @@ class _MrecClients(_Clients):
         answered("ok", response, version, None)
 
 
-class _Flight:
-    """One request in flight at a strong-mode member: its request path (a generator) and the node operations it
-    waits for (as testing/simulated_mrsc.py's flights, answered by callback instead of to a parked caller)."""
+class _Flight(strong_flights.Flight):
+    """A strong-mode request in flight, answered by callback (`answered`) instead of to a parked caller."""
 
-    __slots__ = ("answered", "crashed", "missing", "outcomes", "region", "steps", "submitting")
+    __slots__ = ("answered",)
 
     def __init__(self, region: str, steps: Any, answered: Callable) -> None:
-        self.region, self.steps, self.answered = region, steps, answered
-        self.outcomes: list[Any] = []
-        self.missing = 0
-        self.crashed = False
-        self.submitting = False
+        super().__init__(region, steps)
+        self.answered = answered
 
 
 class _MrscClients(_Clients):
@@ -466,35 +462,13 @@ class _MrscClients(_Clients):
         self._resume(flight, None)
 
     def _resume(self, flight: _Flight, outcomes: list | None) -> None:
-        from ..region.mrsc_requests import GUARD_S
-
-        steps = flight.steps
         if outcomes is not None and not self.run.up(flight.region):  # crashed before the request was resumed
             flight.crashed = True
-            steps.close()
+            flight.steps.close()
             flight.answered("info", None, None, "ConnectionError")
             return
         try:
-            waits = next(steps) if outcomes is None else steps.send(outcomes)
-            while True:
-                flight.outcomes = [None] * len(waits)
-                flight.missing = len(waits)
-                flight.submitting = True
-                try:
-                    for index, wait in enumerate(waits):
-                        self.run.cluster.host(flight.region, wait.submit, self._completion(flight, index),
-                                              guard_s=wait.timeout_ms / 1000 + GUARD_S)  # fmt: skip
-                except DynamoError:
-                    raise
-                except Exception as error:  # noqa: BLE001 - a bug under the node: the request path answers 500
-                    flight.missing = -1
-                    waits = steps.throw(error)
-                    continue
-                finally:
-                    flight.submitting = False
-                if flight.missing or flight.crashed:
-                    return
-                waits = steps.send(flight.outcomes)
+            strong_flights.advance(flight, outcomes, self.run.cluster.host, self._completion, (DynamoError,))
         except StopIteration as done:
             flight.answered("ok", done.value, None, None)  # strong-mode answers carry no version header
         except DynamoError as error:

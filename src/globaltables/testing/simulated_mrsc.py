@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..region.mrsc_requests import GUARD_S, MrscRequests
+from ..experiment.strong_flights import Flight, advance
+from ..region.mrsc_requests import MrscRequests
 from ..replication.mrsc.config import MrscConfig
 from ..sim.mrsc_cluster import MrscCluster
 from ..topology.model import Topology
@@ -34,19 +35,16 @@ from .harness import ReadsThroughClients
 from .simulated import SimulatedHarness
 
 
-class _Flight:
-    """One client request in flight at a region: its request path (a generator) and the node operations it waits
-    for. `answer` is (status, body) once it has landed; `crashed` when the region went down under it."""
+class _Flight(Flight):
+    """A request in flight, answered to the call waiting for it: `answer` is (status, body) once it has landed,
+    `owner` the concurrent call parked on it, if any."""
+
+    __slots__ = ("answer", "owner")
 
     def __init__(self, region: str, steps: Any) -> None:
-        self.region = region
-        self.steps = steps
-        self.outcomes: list[Any] = []
-        self.missing = 0
+        super().__init__(region, steps)
         self.answer: tuple[int, bytes] | None = None
-        self.crashed = False
-        self.submitting = False
-        self.owner: Caller | None = None  # the concurrent call parked on it, if any
+        self.owner: Caller | None = None
 
     @property
     def landed(self) -> bool:
@@ -115,26 +113,7 @@ class MrscSimHarness(ReadsThroughClients, SimulatedHarness):
     def _resume(self, flight: _Flight, outcomes: list | None) -> None:
         """Run the flight's request path to its next wait (submitting its node operations) or to its answer."""
         try:
-            waits = next(flight.steps) if outcomes is None else flight.steps.send(outcomes)
-            while True:
-                flight.outcomes = [None] * len(waits)
-                flight.missing = len(waits)
-                flight.submitting = True
-                try:
-                    for index, wait in enumerate(waits):
-                        self.cluster.host(
-                            flight.region, wait.submit, self._completion(flight, index),
-                            guard_s=wait.timeout_ms / 1000 + GUARD_S,
-                        )  # fmt: skip
-                except Exception as error:  # noqa: BLE001 - a bug under the node: the request path answers 500
-                    flight.missing = -1  # the outcomes of what was submitted no longer matter
-                    waits = flight.steps.throw(error)
-                    continue
-                finally:
-                    flight.submitting = False
-                if flight.missing or flight.crashed:
-                    return
-                waits = flight.steps.send(flight.outcomes)  # everything completed at once (e.g. a refused write)
+            advance(flight, outcomes, self.cluster.host, self._completion)
         except StopIteration as done:
             flight.answer = done.value
             self._landed(flight)
