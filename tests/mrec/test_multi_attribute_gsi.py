@@ -79,7 +79,11 @@ def test_items_written_anywhere_are_queryable_through_the_index_everywhere(clust
     ap.batch_write_item(RequestItems={TABLE: [{"PutRequest": {"Item": match("ap-1", "QUARTERFINALS", 3)}},
                                               {"PutRequest": {"Item": match("ap-2", "SEMIFINALS", 2.5)}}]})  # fmt: skip
     eu.put_item(TableName=TABLE, Item=match("elsewhere", "FINAL", 1, region="EU-WEST"))  # another index partition
-    # An update in one region moves the entry everywhere; a REMOVE in another takes one out everywhere.
+    # An update in one region moves the entry everywhere; a REMOVE in another takes one out everywhere. The update
+    # in ap-southeast-1 waits for us-1 to arrive there: before that it would make a new item of its own (UpdateItem
+    # creates one), holding no index key, which would win over the put by last-writer-wins.
+    wait_until(lambda: "Item" in ap.get_item(TableName=TABLE, Key={"matchId": S("us-1")}), SETTLE_TIMEOUT_S,
+               "us-1 in ap-southeast-1")  # fmt: skip
     ap.update_item(TableName=TABLE, Key={"matchId": S("us-1")}, UpdateExpression="SET matchNo = :n",
                    ExpressionAttributeValues={":n": N(-1)})  # fmt: skip
     us.update_item(TableName=TABLE, Key={"matchId": S("before-replicas")}, UpdateExpression="REMOVE #o",
