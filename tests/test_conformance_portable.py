@@ -78,7 +78,7 @@ def test_conformance_tests_make_their_clients_with_the_factory():
 def test_the_whole_conformance_directory_passes_with_every_request_compressed(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", str(CONFORMANCE), "--request-compression", "--region-store", "disk", "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", str(CONFORMANCE), "--request-compression", "--region-store", "disk", "-q", "-n", "0", "-p", "no:cacheprovider",
          f"--basetemp={tmp_path / 'run'}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=840,
     )  # fmt: skip
