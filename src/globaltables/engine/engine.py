@@ -56,6 +56,9 @@ DYNAMODB_OPERATIONS = frozenset(
     ["BatchExecuteStatement", "BatchGetItem", "BatchWriteItem", "CreateBackup", "CreateGlobalTable", "CreateTable", "DeleteBackup", "DeleteItem", "DeleteResourcePolicy", "DeleteTable", "DescribeBackup", "DescribeContinuousBackups", "DescribeContributorInsights", "DescribeEndpoints", "DescribeExport", "DescribeGlobalTable", "DescribeGlobalTableSettings", "DescribeImport", "DescribeKinesisStreamingDestination", "DescribeLimits", "DescribeTable", "DescribeTableReplicaAutoScaling", "DescribeTimeToLive", "DisableKinesisStreamingDestination", "EnableKinesisStreamingDestination", "ExecuteStatement", "ExecuteTransaction", "ExportTableToPointInTime", "GetItem", "GetResourcePolicy", "ImportTable", "ListBackups", "ListContributorInsights", "ListExports", "ListGlobalTables", "ListImports", "ListTables", "ListTagsOfResource", "PutItem", "PutResourcePolicy", "Query", "RestoreTableFromBackup", "RestoreTableToPointInTime", "Scan", "TagResource", "TransactGetItems", "TransactWriteItems", "UntagResource", "UpdateContinuousBackups", "UpdateContributorInsights", "UpdateGlobalTable", "UpdateGlobalTableSettings", "UpdateItem", "UpdateKinesisStreamingDestination", "UpdateTable", "UpdateTableReplicaAutoScaling", "UpdateTimeToLive"]
 )
 
+# The reads whose handlers take `encoded=True` (`Engine.execute`): they answer whole items as their stored JSON.
+ENCODED_READS = frozenset({"GetItem", "Query"})
+
 # PartiQL (engine/partiql/): a strong-mode region routes these itself, one item operation at a time.
 PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
 
@@ -127,8 +130,12 @@ class Engine:
 
     # ---------------------------------------------------------------------------------------------------- dispatch
 
-    def execute(self, operation: str, request: Any) -> Answer:
-        """Run one operation: its response and the item version it read or wrote (answer.py)."""
+    def execute(self, operation: str, request: Any, encoded: bool = False) -> Answer:
+        """Run one operation: its response and the item version it read or wrote (answer.py).
+
+        `encoded`: the caller only serialises the response with orjson (the wire, region/wire.py), so the reads in
+        `ENCODED_READS` may answer whole items as their stored JSON, `orjson.Fragment`s, never decoded
+        (storage/records.py, raw reads). Every other caller gets dicts."""
         throughput = self.throughput
         try:
             handler = self.handler(operation)
@@ -141,7 +148,10 @@ class Engine:
                 or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
             ):
                 request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
-            result = handler(self, request)
+            if encoded and operation in ENCODED_READS:
+                result = handler(self, request, encoded=True)
+            else:
+                result = handler(self, request)
         except DynamoError:
             if throughput is not None and throughput.throttled:  # failed with a throttle: ThrottledRequests
                 throughput.take_throttled(operation)

@@ -35,6 +35,10 @@ from .sorted_table import SortedTable
 MISSING = object()
 
 
+def _as_stored(blob: bytes) -> bytes:
+    return blob
+
+
 def kept(blob: bytes) -> bytes:
     """A copy of `blob` of exactly its size, for a store that keeps it. orjson's output holds on to the buffer it was
     written into (kilobytes for a 200-byte item, left behind by the shrinking realloc): kept as it is, a million items
@@ -217,32 +221,41 @@ class MemoryStore:
 
     # ------------------------------------------------------------------------------------------------------ items
 
-    def get(self, table: str, pk: bytes, sk: bytes) -> dict | None:
+    def get(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> dict | None:
+        """The item, or None; `raw`: as its stored JSON bytes (records.py rule on raw reads)."""
         row = self.items[self._tids[table]].get((partition_hash(pk), pk, sk))
-        return orjson.loads(row[0]) if row is not None else None
+        if row is None:
+            return None
+        return row[0] if raw else orjson.loads(row[0])
 
-    def get_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, int, int]:
+    def get_sized(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> tuple[dict | None, int, int]:
         """`get` with the item's stored size (0 without one) and the key's partition hash: what the throughput
         model charges, and where, with nothing measured or hashed again."""
         h = partition_hash(pk)
         row = self.items[self._tids[table]].get((h, pk, sk))
-        return (orjson.loads(row[0]), row[1], h) if row is not None else (None, 0, h)
+        if row is None:
+            return None, 0, h
+        return (row[0] if raw else orjson.loads(row[0])), row[1], h
 
-    def get_record_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool, int, int]:
+    def get_record_sized(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool, int, int]:
         """`get_record` with the live item's stored size (0 without one) and the key's partition hash."""
         tid = self._tids[table]
         h = partition_hash(pk)
         row = self.items[tid].get((h, pk, sk))
         if row is not None:
-            return orjson.loads(row[0]), row[2], False, row[1], h
+            return (row[0] if raw else orjson.loads(row[0])), row[2], False, row[1], h
         tombstone = self.tombstones[tid].get((pk, sk))
         return (None, tombstone[0], True, 0, h) if tombstone is not None else (None, None, False, 0, h)
 
-    def get_record(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool]:
+    def get_record(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool]:
         tid = self._tids[table]
         row = self.items[tid].get((partition_hash(pk), pk, sk))
         if row is not None:
-            return orjson.loads(row[0]), row[2], False
+            return (row[0] if raw else orjson.loads(row[0])), row[2], False
         tombstone = self.tombstones[tid].get((pk, sk))
         return (None, tombstone[0], True) if tombstone is not None else (None, None, False)
 
@@ -384,9 +397,10 @@ class MemoryStore:
         upper: tuple[bytes, bool] | None = None,
         forward: bool = True,
         start_after: bytes | None = None,
+        raw: bool = False,
     ) -> Iterator[StoredItem]:
         """Items of one partition in sort-key order, within optional (bound, inclusive) limits, resuming strictly
-        after `start_after` in the direction of travel."""
+        after `start_after` in the direction of travel. `raw`: items as their stored JSON bytes."""
         if start_after is not None:
             if forward:
                 lower = tighter(lower, start_after, True)
@@ -395,7 +409,7 @@ class MemoryStore:
         h = partition_hash(pk)
         items = self.items[self._tids[table]]
         low, high, inclusive = partition_bounds(h, pk, lower, upper)
-        loads = orjson.loads
+        loads = _as_stored if raw else orjson.loads
         for key in list(items.irange(low, high, inclusive, reverse=not forward)):
             blob, size, _version = items[key]
             yield StoredItem(h, pk, key[2], loads(blob), size)
