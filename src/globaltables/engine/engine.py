@@ -14,9 +14,9 @@ Every change to items goes through `Engine.commit`, the commit pipeline, whose s
    batch back;
 3. after the transaction committed: the after-commit listeners, in registration order, each given the
    `CommitResult` (commit.py); the replication core's host is one (replication/hosted.py).
-Group commit (durable store only): between `begin_group` and `commit_group`, step 2 of each commit is a savepoint
-of one store transaction and step 3 waits for `commit_group`, which commits them all at once and then tells the
-listeners of each, in order. Who opens a group answers nothing of it before `commit_group` returned, and reads
+Group commit: between `begin_group` and `commit_group`, step 2 of each commit is a savepoint of one store
+transaction (the in-memory store applies each at once, memory_store.py rule 6) and step 3 waits for `commit_group`,
+which commits them all at once and then tells the listeners of each, in order. Who opens a group answers nothing of it before `commit_group` returned, and reads
 nothing outside it meanwhile (the region's committer, region/group_commit.py; docs/architecture.md).
 The order of step 2's engine hooks is installed in one place, `Engine.__init__` (`_install_commit_steps`).
 """

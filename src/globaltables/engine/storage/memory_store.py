@@ -19,6 +19,10 @@ Rules
 5. Side records (records.py `SideChange`) live in one `SortedTable` per space, so a prefix is one `irange`; they
    are written through the same undo log as items (inside a write, by a commit hook's `side_stage`) and copied by
    `snapshot` with everything else, so a simulated crash keeps exactly what the SQLite store would.
+6. Group commit (`begin_group` ... `commit_group`, sqlite_store.py rule 5) is only a bracket here: each `write` is
+   applied, all or nothing, when it returns, and there is nothing to make durable, so a write that fails inside a
+   group rolls back alone (as a savepoint does) and `commit_group` cannot fail. The region's committer
+   (region/group_commit.py) drives an in-memory region exactly as a durable one.
 """
 
 from __future__ import annotations
@@ -117,6 +121,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.commit_hooks: list[CommitHook] = []
+        self.grouped = False  # a group commit is open (rule 6)
         self._tids: dict[str, int] = {}
         self._definitions: dict[str, bytes] = {}
         self._next_tid = 1
@@ -160,6 +165,15 @@ class MemoryStore:
         from .memory_backup_store import MemoryBackupStore
 
         return MemoryBackupStore(self)
+
+    def begin_group(self) -> None:
+        """Open a group commit (rule 6)."""
+        assert not self.grouped, "a group commit is already open"
+        self.grouped = True
+
+    def commit_group(self) -> None:
+        """Close the open group: its writes were applied as they were made (rule 6)."""
+        self.grouped = False
 
     def snapshot(self) -> MemoryStore:
         """A new store holding exactly this store's committed data; hooks stay with this object."""
