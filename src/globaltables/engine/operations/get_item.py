@@ -22,6 +22,11 @@ FIELDS = {
 }
 
 
+# The parameters a read's projection and its placeholders can come from: a request with none of them (most reads)
+# reads the whole item, and the expression rules have nothing to check in it.
+PROJECTION_PARAMETERS = ("ProjectionExpression", "AttributesToGet", "ExpressionAttributeNames", "ExpressionAttributeValues")
+
+
 def check(engine, request: dict) -> tuple:
     """Every check of a GetItem, without reading: (table, pk, sk, key, projection paths or None). A strong read
     checks first and reads once its Sync is done (region/mrsc_requests.py)."""
@@ -29,6 +34,11 @@ def check(engine, request: dict) -> tuple:
     legacy.check_fields(request, legacy.GET_FIELDS)
     table = engine.table(request["TableName"])
     pk, sk, key = table.key.key_from_request(request["Key"])
+    for name in PROJECTION_PARAMETERS:
+        if name in request:
+            break
+    else:  # no projection and no placeholders (most reads): nothing for the expression rules to check
+        return table, pk, sk, key, None
     ctx = expression_context(request, "ProjectionExpression", legacy=("AttributesToGet",))
     paths = None
     if request.get("ProjectionExpression") is not None:
