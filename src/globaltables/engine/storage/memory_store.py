@@ -39,10 +39,6 @@ from .sorted_table import SortedTable
 MISSING = object()
 
 
-def _as_stored(blob: bytes) -> bytes:
-    return blob
-
-
 def kept(blob: bytes) -> bytes:
     """A copy of `blob` of exactly its size, for a store that keeps it. orjson's output holds on to the buffer it was
     written into (kilobytes for a 200-byte item, left behind by the shrinking realloc): kept as it is, a million items
@@ -423,9 +419,16 @@ class MemoryStore:
         h = partition_hash(pk)
         items = self.items[self._tids[table]]
         low, high, inclusive = partition_bounds(h, pk, lower, upper)
-        loads = _as_stored if raw else orjson.loads
-        for key in list(items.irange(low, high, inclusive, reverse=not forward)):
-            blob, size, _version = items[key]
+        keys = list(items.irange(low, high, inclusive, reverse=not forward))
+        rows = items.rows  # a dict: read directly, not through SortedTable's __getitem__, once per item of a page
+        if raw:
+            for key in keys:
+                blob, size, _version = rows[key]
+                yield StoredItem(h, pk, key[2], blob, size)
+            return
+        loads = orjson.loads
+        for key in keys:
+            blob, size, _version = rows[key]
             yield StoredItem(h, pk, key[2], loads(blob), size)
 
     def scan(
