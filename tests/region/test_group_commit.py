@@ -12,9 +12,11 @@ import pytest
 
 from globaltables.engine.commit import GroupCommitFailed
 from globaltables.engine.engine import Engine
+from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.engine.storage.sqlite_store import SqliteStore
-from globaltables.runtime.clock import ManualClock
 from globaltables.region.group_commit import GroupCommit
+from globaltables.region.main import RegionConfig, open_store
+from globaltables.runtime.clock import ManualClock
 
 TABLE = "grouped"
 
@@ -241,3 +243,55 @@ def test_after_commit_waits_for_the_group_and_is_dropped_with_it(engine):
     with pytest.raises(GroupCommitFailed):
         engine.commit_group()
     assert told == ["alone", "committed group"]
+
+
+def test_an_in_memory_region_commits_in_groups_too():
+    # An in-memory region (region/main.py `open_store`) runs the same committer over the in-memory store, whose
+    # group is a bracket (memory_store.py rule 6): writes of one turn are answered after the group, in order, a
+    # refused write fails alone, a read sees the writes before it, and the group's after-commit calls run.
+    engine = Engine(MemoryStore(), ManualClock())
+    engine.handle(
+        "CreateTable",
+        {
+            "TableName": TABLE,
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
+    events: list = []
+    committer = GroupCommit(engine)
+    refused = put(events, engine, "a", ConditionExpression="attribute_exists(pk)")
+    read = get(events, engine, "read", "x")
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "x"))
+        committer.submit(refused)
+        committer.submit(read)
+        committer.submit(put(events, engine, "y"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert events == [
+        ("run", "x"), ("run", "a"), ("deliver", "x"), ("deliver", "a"), ("run", "read"), ("deliver", "read"),
+        ("run", "y"), ("deliver", "y"),
+    ]  # fmt: skip
+    assert type(refused.outcome).__name__ == "ConditionalCheckFailedException"
+    assert read.outcome == {"Item": {"pk": {"S": "x"}}}
+    assert committer.groups == 2 and committer.largest_group == 2 and committer.failed_groups == 0
+    assert stored(engine, "x") and stored(engine, "y") and not stored(engine, "a")
+    told: list[str] = []
+    engine.begin_group()
+    engine.after_commit(lambda: told.append("group"))
+    assert told == [] and engine.store.grouped
+    engine.commit_group()
+    assert told == ["group"] and not engine.store.grouped
+
+
+def test_a_region_without_a_data_dir_keeps_its_tables_in_the_memory_store(tmp_path):
+    assert isinstance(open_store(RegionConfig("us-east-1")), MemoryStore)
+    on_disk = open_store(RegionConfig("us-east-1", data_dir=tmp_path))
+    try:
+        assert isinstance(on_disk, SqliteStore) and on_disk.path == str(tmp_path / "region.db")
+    finally:
+        on_disk.close()

@@ -333,23 +333,30 @@ class SqliteStore:
 
     # ------------------------------------------------------------------------------------------------------ items
 
-    def get(self, table: str, pk: bytes, sk: bytes) -> dict | None:
+    def get(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> dict | None:
+        """The item, or None; `raw`: as its stored JSON bytes (records.py rule on raw reads)."""
         row = self.db.execute(
             "SELECT item FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?",
             (self._tids[table], partition_hash(pk), pk, sk),
         ).fetchone()
-        return orjson.loads(row[0]) if row else None
+        if row is None:
+            return None
+        return row[0] if raw else orjson.loads(row[0])
 
-    def get_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, int, int]:
+    def get_sized(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> tuple[dict | None, int, int]:
         """`get` with the item's stored size (0 without one) and the key's partition hash: what the throughput
         model charges, and where, with nothing measured or hashed again."""
         h = partition_hash(pk)
         row = self.db.execute(
             "SELECT item, size FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (self._tids[table], h, pk, sk)
         ).fetchone()
-        return (orjson.loads(row[0]), row[1], h) if row else (None, 0, h)
+        if row is None:
+            return None, 0, h
+        return (row[0] if raw else orjson.loads(row[0])), row[1], h
 
-    def get_record_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool, int, int]:
+    def get_record_sized(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool, int, int]:
         """`get_record` with the live item's stored size (0 without one) and the key's partition hash."""
         tid = self._tids[table]
         h = partition_hash(pk)
@@ -357,13 +364,15 @@ class SqliteStore:
             "SELECT item, version, size FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
         if row is not None:
-            return orjson.loads(row[0]), row[1], False, row[2], h
+            return (row[0] if raw else orjson.loads(row[0])), row[1], False, row[2], h
         row = self.db.execute(
             "SELECT version FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
         return (None, row[0], True, 0, h) if row is not None else (None, None, False, 0, h)
 
-    def get_record(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool]:
+    def get_record(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool]:
         """(item, version, is_tombstone): the live item and its version, or a tombstone's version, or nothing."""
         tid = self._tids[table]
         h = partition_hash(pk)
@@ -371,7 +380,7 @@ class SqliteStore:
             "SELECT item, version FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
         if row is not None:
-            return orjson.loads(row[0]), row[1], False
+            return (row[0] if raw else orjson.loads(row[0])), row[1], False
         row = self.db.execute(
             "SELECT version FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
@@ -532,11 +541,12 @@ class SqliteStore:
         upper: tuple[bytes, bool] | None = None,
         forward: bool = True,
         start_after: bytes | None = None,
+        raw: bool = False,
     ) -> Iterator[StoredItem]:
         """Items of one partition in sort-key order, within optional (bound, inclusive) limits.
 
         `start_after` is the sort key of the last item already returned (ExclusiveStartKey); iteration resumes
-        strictly after it in the direction of travel.
+        strictly after it in the direction of travel. `raw`: items as their stored JSON bytes.
         """
         h = partition_hash(pk)
         clauses = ["tid = ?", "h = ?", "pk = ?"]
@@ -547,8 +557,13 @@ class SqliteStore:
             args.append(start_after)
         order = "ASC" if forward else "DESC"
         sql = f"SELECT sk, item, size FROM items WHERE {' AND '.join(clauses)} ORDER BY sk {order}"
+        if raw:
+            for sk, item, size in self.db.execute(sql, args):
+                yield StoredItem(h, pk, sk, item, size)
+            return
+        loads = orjson.loads
         for sk, item, size in self.db.execute(sql, args):
-            yield StoredItem(h, pk, sk, orjson.loads(item), size)
+            yield StoredItem(h, pk, sk, loads(item), size)
 
     def scan(
         self,
