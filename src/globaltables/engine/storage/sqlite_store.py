@@ -17,6 +17,12 @@ Rules
    connection see the group's uncommitted writes: whoever opens a group (the region's committer,
    region/group_commit.py) lets nothing else read or answer until it committed. A failed `commit_group` rolls the
    whole group back.
+   A group opened `begin_group(savepoints=False)` runs its writes on the transaction itself, all-or-nothing as one:
+   a write that fails cannot roll back alone, so it leaves the group broken, and `commit_group` then rolls the whole
+   group back and raises. Why: a savepoint makes SQLite copy every page a write touches into its sub-journal
+   (spilled to a temporary file past 64 KiB, and then also every page of each trigger-firing statement's own
+   statement journal), about a third of a replicated batch's cost; the region's replication inbox, whose applies
+   succeed or are all retransmitted together anyway, opens its groups so (region/group_commit.py).
 6. Side records (`side_records`) are a layer's own durable state beside the items, opaque to the store: (space, key)
    -> bytes, read by key or key prefix in key order, written on their own (`side_write`) or inside an item write's
    transaction by a commit hook (`side_stage`), so they survive exactly what the items survive.
@@ -200,40 +206,60 @@ class SqliteStore:
         self._backups = None  # backup_store(), made on first use
         self.commit_hooks: list[CommitHook] = []
         self.grouped = False  # a group commit is open (rule 5)
+        self._savepoints = True  # the open group's writes are savepoints (rule 5)
+        self._broken = False  # a write of the open group (without savepoints) failed: it can only roll back whole
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
             self._tids[name] = tid
 
     # ----------------------------------------------------------------------------------------------- transactions
 
     def _begin(self) -> None:
-        self.db.execute("SAVEPOINT write" if self.grouped else "BEGIN")
+        if self.grouped:
+            if self._savepoints:
+                self.db.execute("SAVEPOINT write")
+            return
+        self.db.execute("BEGIN")
 
     def _end(self) -> None:
-        self.db.execute("RELEASE write" if self.grouped else "COMMIT")
+        if self.grouped:
+            if self._savepoints:
+                self.db.execute("RELEASE write")
+            return
+        self.db.execute("COMMIT")
 
     def _abort(self) -> None:
-        if self.grouped:  # this write alone: the group's earlier writes stay
-            self.db.execute("ROLLBACK TO write")
+        if self.grouped:
+            if not self._savepoints:  # part of this write may be in the transaction: the group goes whole
+                self._broken = True
+                return
+            self.db.execute("ROLLBACK TO write")  # this write alone: the group's earlier writes stay
             self.db.execute("RELEASE write")
         elif self.db.in_transaction:  # a failed COMMIT of SQLite's own may have rolled back already
             self.db.execute("ROLLBACK")
 
-    def begin_group(self) -> None:
-        """Open a group commit (rule 5): the writes until `commit_group` commit in one transaction."""
+    def begin_group(self, savepoints: bool = True) -> None:
+        """Open a group commit (rule 5): the writes until `commit_group` commit in one transaction, each a
+        savepoint unless `savepoints` is False (then they stand or fall together)."""
         assert not self.grouped, "a group commit is already open"
         self.db.execute("BEGIN")
         self.grouped = True
+        self._savepoints = savepoints
+        self._broken = False
 
     def commit_group(self) -> None:
-        """Commit the open group: durable when this returns, as a single `write` is. If the commit fails the whole
-        group is rolled back and the error raised."""
+        """Commit the open group: durable when this returns, as a single `write` is. If the commit fails, or a
+        write of a group without savepoints failed, the whole group is rolled back and the error raised."""
         self.grouped = False
         try:
+            if self._broken:
+                raise sqlite3.OperationalError("a write of the group failed: the group is rolled back")
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
+        finally:
+            self._savepoints, self._broken = True, False
 
     def change_log_store(self):
         from .change_log_store import ChangeLogStore
