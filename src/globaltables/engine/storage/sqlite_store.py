@@ -147,9 +147,23 @@ _RECORDS_BY_KEYS = (
 )
 
 
+# The same read of a table that holds no tombstone (most tables; a global table before its first delete): the items
+# alone, and only the keys that have one (a backlog of new items reads no row at all).
+_ITEMS_BY_KEYS = (
+    "SELECT k.column2, k.column3, i.item, i.version, NULL FROM (VALUES {values}) AS k"
+    " CROSS JOIN items AS i ON i.tid = ? AND i.h = k.column1 AND i.pk = k.column2 AND i.sk = k.column3"
+)  # CROSS JOIN: SQLite keeps the keys the outer loop, each a primary-key seek (never a scan of the items)
+_HAS_TOMBSTONES = "SELECT 1 FROM tombstones WHERE tid = ? LIMIT 1"
+
+
 @functools.lru_cache(maxsize=64)
 def _records_by_keys(size: int) -> str:
     return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
+
+
+@functools.lru_cache(maxsize=64)
+def _items_by_keys(size: int) -> str:
+    return _ITEMS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
 
 
 ITEM_TOTALS = "item_totals"  # each table's item count and bytes (running_totals.py)
@@ -423,8 +437,14 @@ class SqliteStore:
         per key. Keys holding neither an item nor a tombstone are absent from the result."""
         tid = self._tids[table]
         found: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]] = {}
+        if not keys:
+            return found
         loads = orjson.loads
         db = self.db
+        if db.execute(_HAS_TOMBSTONES, (tid,)).fetchone() is None:  # one seek, then none per key for tombstones
+            query, tail = _items_by_keys, (tid,)
+        else:
+            query, tail = _records_by_keys, (tid, tid)
         for start in range(0, len(keys), _KEYS_PER_QUERY):
             chunk = keys[start : start + _KEYS_PER_QUERY]
             # The keys are a VALUES list joined to both tables' primary keys (a row-value IN would scan the whole
@@ -435,8 +455,8 @@ class SqliteStore:
             for pk, sk in chunk:
                 args += (partition_hash(pk), pk, sk)
             args += args[-3:] * (size - len(chunk))
-            args += (tid, tid)
-            for pk, sk, item, version, tombstone in db.execute(_records_by_keys(size), args):
+            args += tail
+            for pk, sk, item, version, tombstone in db.execute(query(size), args):
                 if item is not None:
                     found[(pk, sk)] = (loads(item), version, False)
                 elif tombstone is not None:
