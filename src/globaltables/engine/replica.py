@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 # a region short of write units reads only about as far as it can afford to apply.
 READ_AHEAD = 256
 
-# (origin, table, key, version, lost_to): `lost_to` is the stored version that beat `version`, None when it applied.
-DecisionObserver = Callable[[str, str, dict, str, "str | None"], None]
+# (origin, table, decisions): the decisions of one commit, each (key, version, lost_to), in the order they were made;
+# `lost_to` is the stored version that beat `version`, None when it applied. One call per commit, not per record: a
+# replicated batch of thousands is told in one.
+DecisionObserver = Callable[[str, str, "list[tuple[dict, str, str | None]]"], None]
 
 
 class VersionSource(Protocol):
@@ -103,7 +105,7 @@ class ReplicaPort:
                 if self.on_decision is not None and table.replicas:
                     image = write.item if write.item is not None else write.old
                     if image is not None:
-                        self.on_decision(engine.region, write.table, table.key.key_of(image), version, old_version)
+                        self.on_decision(engine.region, write.table, [(table.key.key_of(image), version, old_version)])
                 continue
             if table.replicas and write.item is None:
                 if now is None:
@@ -256,12 +258,8 @@ class ReplicaPort:
                     decisions.append((key, record.version, None))
         engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
         if observe is not None and decisions:
-
-            def tell() -> None:
-                for key, version, lost_to in decisions:
-                    observe(origin, table, key, version, lost_to)
-
-            engine.after_commit(tell)  # in a group commit: once the group committed, never if it failed
+            # In a group commit: once the group committed, never if it failed.
+            engine.after_commit(lambda: observe(origin, table, decisions))
         return applied, won
 
     # ---------------------------------------------------------------------------------------------- retention
