@@ -248,7 +248,7 @@ class MemoryStore:
 
     def get_records(
         self, table: str, keys: list[tuple[bytes, bytes]]
-    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]]:
+    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool, int | None]]:
         tid = self._tids[table]
         items, tombstones = self.items[tid], self.tombstones[tid]
         found = {}
@@ -257,11 +257,11 @@ class MemoryStore:
             pk, sk = key
             row = items.get((partition_hash(pk), pk, sk))
             if row is not None:
-                found[key] = (loads(row[0]), row[2], False)
+                found[key] = (loads(row[0]), row[2], False, row[1])
             else:
                 tombstone = tombstones.get(key)
                 if tombstone is not None:
-                    found[key] = (None, tombstone[0], True)
+                    found[key] = (None, tombstone[0], True, None)
         return found
 
     def position(self, kind: str, region: str, table: str, lane: int) -> int:
