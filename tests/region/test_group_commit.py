@@ -295,3 +295,109 @@ def test_a_region_without_a_data_dir_keeps_its_tables_in_the_memory_store(tmp_pa
         assert isinstance(on_disk, SqliteStore) and on_disk.path == str(tmp_path / "region.db")
     finally:
         on_disk.close()
+
+
+class Whole(Recorded):
+    """Whole grouped work (the replication inbox's kind): several commits that stand or fall together. Like the
+    inbox, it catches a failing commit itself and returns; the committer learns of it from the group's commit."""
+
+    whole = True
+
+    def __init__(self, events: list, engine: Engine, name: str, keys: list[str], observe=None):
+        super().__init__(events, engine, name, "PutItem", {}, grouped=True)
+        self.keys, self.observe = keys, observe
+
+    def run(self):
+        self.events.append(("run", self.name))
+        if self.observe is not None:
+            self.observe()
+        try:
+            for key in self.keys:
+                self.engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": key}}})
+        except Exception as error:  # noqa: BLE001 - as the inbox does: logged, answered with nothing
+            return error
+        return "applied"
+
+
+def refuse_key(engine: Engine, key: str) -> None:
+    """A commit step that raises inside the store transaction for writes of `key` (after the item rows)."""
+
+    def refuse(_tx, writes) -> None:
+        if any(write.item is not None and write.item["pk"]["S"] == key for write in writes):
+            raise ValueError("refused by a commit step")
+
+    engine.store.commit_hooks.append(refuse)
+
+
+def test_whole_work_runs_in_a_group_of_its_own(engine):
+    events: list = []
+    committer = GroupCommit(engine)
+    seen: list[bool] = []
+    whole = Whole(events, engine, "inbox", ["i1", "i2"], observe=lambda: seen.append(durable(engine, "a")))
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "a"))
+        committer.submit(whole)
+        committer.submit(put(events, engine, "b"))
+        committer.submit(put(events, engine, "c"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert events == [
+        ("run", "a"), ("deliver", "a"), ("run", "inbox"), ("deliver", "inbox"),
+        ("run", "b"), ("run", "c"), ("deliver", "b"), ("deliver", "c"),
+    ]  # fmt: skip
+    assert seen == [True]  # the group before it committed first
+    assert whole.outcome == "applied"
+    assert committer.groups == 3 and committer.failed_groups == 0
+    assert all(durable(engine, key) for key in ("a", "i1", "i2", "b", "c"))
+
+
+def test_whole_work_whose_write_fails_takes_no_effect_at_all(engine):
+    # Its writes are no savepoints: the one that failed cannot roll back alone, so the whole group does, the
+    # commit that succeeded before it included; the work fails, and the groups around it are untouched.
+    events: list = []
+    committer = GroupCommit(engine)
+    refuse_key(engine, "bad")
+    told: list[str] = []
+    engine.add_commit_listener(lambda result: told.extend(w.item["pk"]["S"] for w in result.writes))
+    whole = Whole(events, engine, "inbox", ["i1", "bad", "i3"])
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "before"))
+        committer.submit(whole)
+        committer.submit(put(events, engine, "after"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert events == [
+        ("run", "before"), ("deliver", "before"), ("run", "inbox"), ("fail", "inbox"), ("run", "after"),
+        ("deliver", "after"),
+    ]  # fmt: skip
+    assert committer.failed_groups == 1 and committer.groups == 2
+    assert told == ["before", "after"]  # nothing of the failed work reached the listeners
+    for key in ("i1", "bad", "i3"):
+        assert not stored(engine, key) and not durable(engine, key)
+    assert durable(engine, "before") and durable(engine, "after")
+
+
+def test_a_group_without_savepoints_commits_whole_or_not_at_all(engine):
+    refuse_key(engine, "bad")
+    engine.begin_group(savepoints=False)
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "one"}}})
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "two"}}})
+    engine.commit_group()
+    assert durable(engine, "one") and durable(engine, "two")
+    engine.begin_group(savepoints=False)
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "three"}}})
+    with pytest.raises(ValueError):
+        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    with pytest.raises(GroupCommitFailed):
+        engine.commit_group()
+    assert not stored(engine, "three") and not durable(engine, "three") and not stored(engine, "bad")
+    engine.begin_group()  # the next group is an ordinary one again: a failing write rolls back alone
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "four"}}})
+    with pytest.raises(ValueError):
+        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    engine.commit_group()
+    assert durable(engine, "four") and durable(engine, "one")

@@ -15,9 +15,11 @@ Every change to items goes through `Engine.commit`, the commit pipeline, whose s
 3. after the transaction committed: the after-commit listeners, in registration order, each given the
    `CommitResult` (commit.py); the replication core's host is one (replication/hosted.py).
 Group commit: between `begin_group` and `commit_group`, step 2 of each commit is a savepoint of one store
-transaction (the in-memory store applies each at once, memory_store.py rule 6) and step 3 waits for `commit_group`,
-which commits them all at once and then tells the listeners of each, in order. Who opens a group answers nothing of it before `commit_group` returned, and reads
-nothing outside it meanwhile (the region's committer, region/group_commit.py; docs/architecture.md).
+transaction (or, in a group opened without savepoints, part of it, all standing or falling together; the in-memory
+store applies each at once, memory_store.py rule 6) and step 3 waits for `commit_group`, which commits them all at
+once and then tells the listeners of each, in order. Who opens a group answers nothing of it before `commit_group`
+returned, and reads nothing outside it meanwhile (the region's committer, region/group_commit.py;
+docs/architecture.md).
 The order of step 2's engine hooks is installed in one place, `Engine.__init__` (`_install_commit_steps`).
 """
 
@@ -348,9 +350,11 @@ class Engine:
         else:
             self._after_group.append(call)
 
-    def begin_group(self) -> None:
-        """Open a group commit (module docstring): the commits until `commit_group` are made durable together."""
-        self.store.begin_group()
+    def begin_group(self, savepoints: bool = True) -> None:
+        """Open a group commit (module docstring): the commits until `commit_group` are made durable together.
+        `savepoints` False: the commits are not savepoints, so one that fails fails the whole group at
+        `commit_group` (cheaper per write: storage/sqlite_store.py rule 5)."""
+        self.store.begin_group(savepoints)
         self._grouped = []
 
     def commit_group(self) -> None:

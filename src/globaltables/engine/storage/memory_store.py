@@ -22,7 +22,10 @@ Rules
 6. Group commit (`begin_group` ... `commit_group`, sqlite_store.py rule 5) is only a bracket here: each `write` is
    applied, all or nothing, when it returns, and there is nothing to make durable, so a write that fails inside a
    group rolls back alone (as a savepoint does) and `commit_group` cannot fail. The region's committer
-   (region/group_commit.py) drives an in-memory region exactly as a durable one.
+   (region/group_commit.py) drives an in-memory region exactly as a durable one. A group opened without savepoints
+   (the replication inbox's, group_commit.py rule 5) is the same bracket: a write failing there leaves the writes
+   before it applied, which for the inbox is what the durable store's rollback comes to once the senders retransmit
+   (each apply saves its lane's applied position with its items, so what stood is acknowledged as a duplicate).
 """
 
 from __future__ import annotations
@@ -162,7 +165,7 @@ class MemoryStore:
 
         return MemoryBackupStore(self)
 
-    def begin_group(self) -> None:
+    def begin_group(self, savepoints: bool = True) -> None:  # noqa: ARG002 - every write is whole here (rule 6)
         """Open a group commit (rule 6)."""
         assert not self.grouped, "a group commit is already open"
         self.grouped = True
@@ -271,7 +274,7 @@ class MemoryStore:
 
     def get_records(
         self, table: str, keys: list[tuple[bytes, bytes]]
-    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]]:
+    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool, int | None]]:
         tid = self._tids[table]
         items, tombstones = self.items[tid], self.tombstones[tid]
         found = {}
@@ -280,11 +283,11 @@ class MemoryStore:
             pk, sk = key
             row = items.get((partition_hash(pk), pk, sk))
             if row is not None:
-                found[key] = (loads(row[0]), row[2], False)
+                found[key] = (loads(row[0]), row[2], False, row[1])
             else:
                 tombstone = tombstones.get(key)
                 if tombstone is not None:
-                    found[key] = (None, tombstone[0], True)
+                    found[key] = (None, tombstone[0], True, None)
         return found
 
     def position(self, kind: str, region: str, table: str, lane: int) -> int:

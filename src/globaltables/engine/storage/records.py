@@ -56,6 +56,9 @@ class ItemWrite:
     tombstone: bool = False
     had_tombstone: bool = False
     deleted_at: float = 0.0  # wall time of a tombstoning delete (tombstones are purged after a retention)
+    # The stored size of the item row this write replaces, when the writer read it in this transaction (None: no
+    # item row), so the SQLite store need not read it again for its item totals; UNKNOWN: the store reads it.
+    old_size: object = UNKNOWN
     reassert: bool = False  # an unchanged item written again to outrank a version elsewhere: stamped and logged
     blob: bytes | None = None  # `item` serialised, set by the store's `write` so the commit hooks need not redo it
 
