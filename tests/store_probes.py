@@ -53,3 +53,4 @@ def drop_item_rows(store) -> None:
             store.stats[tid] = (0, 0)
         return
     store.db.execute("DELETE FROM items")
+    store.db.execute("UPDATE item_totals SET count = 0, bytes = 0")  # the store keeps its totals itself

@@ -75,7 +75,8 @@ class Pair:
 
 
 def materialise(rows) -> list:
-    return [tuple(getattr(row, name) for name in row.__slots__) for row in rows]
+    # Record fields, whether the record is a slotted dataclass or a named tuple (StoredItem).
+    return [tuple(getattr(row, name) for name in getattr(row, "_fields", None) or row.__slots__) for row in rows]
 
 
 @pytest.mark.parametrize("seed", range(6))

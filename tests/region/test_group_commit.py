@@ -12,9 +12,11 @@ import pytest
 
 from globaltables.engine.commit import GroupCommitFailed
 from globaltables.engine.engine import Engine
+from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.engine.storage.sqlite_store import SqliteStore
-from globaltables.runtime.clock import ManualClock
 from globaltables.region.group_commit import GroupCommit
+from globaltables.region.main import RegionConfig, open_store
+from globaltables.runtime.clock import ManualClock
 
 TABLE = "grouped"
 
@@ -241,3 +243,161 @@ def test_after_commit_waits_for_the_group_and_is_dropped_with_it(engine):
     with pytest.raises(GroupCommitFailed):
         engine.commit_group()
     assert told == ["alone", "committed group"]
+
+
+def test_an_in_memory_region_commits_in_groups_too():
+    # An in-memory region (region/main.py `open_store`) runs the same committer over the in-memory store, whose
+    # group is a bracket (memory_store.py rule 6): writes of one turn are answered after the group, in order, a
+    # refused write fails alone, a read sees the writes before it, and the group's after-commit calls run.
+    engine = Engine(MemoryStore(), ManualClock())
+    engine.handle(
+        "CreateTable",
+        {
+            "TableName": TABLE,
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
+    events: list = []
+    committer = GroupCommit(engine)
+    refused = put(events, engine, "a", ConditionExpression="attribute_exists(pk)")
+    read = get(events, engine, "read", "x")
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "x"))
+        committer.submit(refused)
+        committer.submit(read)
+        committer.submit(put(events, engine, "y"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert events == [
+        ("run", "x"), ("run", "a"), ("deliver", "x"), ("deliver", "a"), ("run", "read"), ("deliver", "read"),
+        ("run", "y"), ("deliver", "y"),
+    ]  # fmt: skip
+    assert type(refused.outcome).__name__ == "ConditionalCheckFailedException"
+    assert read.outcome == {"Item": {"pk": {"S": "x"}}}
+    assert committer.groups == 2 and committer.largest_group == 2 and committer.failed_groups == 0
+    assert stored(engine, "x") and stored(engine, "y") and not stored(engine, "a")
+    told: list[str] = []
+    engine.begin_group()
+    engine.after_commit(lambda: told.append("group"))
+    assert told == [] and engine.store.grouped
+    engine.commit_group()
+    assert told == ["group"] and not engine.store.grouped
+
+
+def test_a_region_without_a_data_dir_keeps_its_tables_in_the_memory_store(tmp_path):
+    assert isinstance(open_store(RegionConfig("us-east-1")), MemoryStore)
+    on_disk = open_store(RegionConfig("us-east-1", data_dir=tmp_path))
+    try:
+        assert isinstance(on_disk, SqliteStore) and on_disk.path == str(tmp_path / "region.db")
+    finally:
+        on_disk.close()
+
+
+class Whole(Recorded):
+    """Whole grouped work (the replication inbox's kind): several commits that stand or fall together. Like the
+    inbox, it catches a failing commit itself and returns; the committer learns of it from the group's commit."""
+
+    whole = True
+
+    def __init__(self, events: list, engine: Engine, name: str, keys: list[str], observe=None):
+        super().__init__(events, engine, name, "PutItem", {}, grouped=True)
+        self.keys, self.observe = keys, observe
+
+    def run(self):
+        self.events.append(("run", self.name))
+        if self.observe is not None:
+            self.observe()
+        try:
+            for key in self.keys:
+                self.engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": key}}})
+        except Exception as error:  # noqa: BLE001 - as the inbox does: logged, answered with nothing
+            return error
+        return "applied"
+
+
+def refuse_key(engine: Engine, key: str) -> None:
+    """A commit step that raises inside the store transaction for writes of `key` (after the item rows)."""
+
+    def refuse(_tx, writes) -> None:
+        if any(write.item is not None and write.item["pk"]["S"] == key for write in writes):
+            raise ValueError("refused by a commit step")
+
+    engine.store.commit_hooks.append(refuse)
+
+
+def test_whole_work_runs_in_a_group_of_its_own(engine):
+    events: list = []
+    committer = GroupCommit(engine)
+    seen: list[bool] = []
+    whole = Whole(events, engine, "inbox", ["i1", "i2"], observe=lambda: seen.append(durable(engine, "a")))
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "a"))
+        committer.submit(whole)
+        committer.submit(put(events, engine, "b"))
+        committer.submit(put(events, engine, "c"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert events == [
+        ("run", "a"), ("deliver", "a"), ("run", "inbox"), ("deliver", "inbox"),
+        ("run", "b"), ("run", "c"), ("deliver", "b"), ("deliver", "c"),
+    ]  # fmt: skip
+    assert seen == [True]  # the group before it committed first
+    assert whole.outcome == "applied"
+    assert committer.groups == 3 and committer.failed_groups == 0
+    assert all(durable(engine, key) for key in ("a", "i1", "i2", "b", "c"))
+
+
+def test_whole_work_whose_write_fails_takes_no_effect_at_all(engine):
+    # Its writes are no savepoints: the one that failed cannot roll back alone, so the whole group does, the
+    # commit that succeeded before it included; the work fails, and the groups around it are untouched.
+    events: list = []
+    committer = GroupCommit(engine)
+    refuse_key(engine, "bad")
+    told: list[str] = []
+    engine.add_commit_listener(lambda result: told.extend(w.item["pk"]["S"] for w in result.writes))
+    whole = Whole(events, engine, "inbox", ["i1", "bad", "i3"])
+
+    async def main() -> None:
+        committer.submit(put(events, engine, "before"))
+        committer.submit(whole)
+        committer.submit(put(events, engine, "after"))
+        await drained(committer)
+
+    asyncio.run(main())
+    assert events == [
+        ("run", "before"), ("deliver", "before"), ("run", "inbox"), ("fail", "inbox"), ("run", "after"),
+        ("deliver", "after"),
+    ]  # fmt: skip
+    assert committer.failed_groups == 1 and committer.groups == 2
+    assert told == ["before", "after"]  # nothing of the failed work reached the listeners
+    for key in ("i1", "bad", "i3"):
+        assert not stored(engine, key) and not durable(engine, key)
+    assert durable(engine, "before") and durable(engine, "after")
+
+
+def test_a_group_without_savepoints_commits_whole_or_not_at_all(engine):
+    refuse_key(engine, "bad")
+    engine.begin_group(savepoints=False)
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "one"}}})
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "two"}}})
+    engine.commit_group()
+    assert durable(engine, "one") and durable(engine, "two")
+    engine.begin_group(savepoints=False)
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "three"}}})
+    with pytest.raises(ValueError):
+        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    with pytest.raises(GroupCommitFailed):
+        engine.commit_group()
+    assert not stored(engine, "three") and not durable(engine, "three") and not stored(engine, "bad")
+    engine.begin_group()  # the next group is an ordinary one again: a failing write rolls back alone
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "four"}}})
+    with pytest.raises(ValueError):
+        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    engine.commit_group()
+    assert durable(engine, "four") and durable(engine, "one")

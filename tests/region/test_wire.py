@@ -400,7 +400,7 @@ def test_refused_requests_on_a_real_table_change_nothing(region_endpoint, dynamo
 
 
 class ExplodingEngine:
-    def execute(self, operation, request):
+    def execute(self, operation, request, encoded=False):
         raise RuntimeError("secret internal detail")
 
 

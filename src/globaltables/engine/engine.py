@@ -14,10 +14,12 @@ Every change to items goes through `Engine.commit`, the commit pipeline, whose s
    batch back;
 3. after the transaction committed: the after-commit listeners, in registration order, each given the
    `CommitResult` (commit.py); the replication core's host is one (replication/hosted.py).
-Group commit (durable store only): between `begin_group` and `commit_group`, step 2 of each commit is a savepoint
-of one store transaction and step 3 waits for `commit_group`, which commits them all at once and then tells the
-listeners of each, in order. Who opens a group answers nothing of it before `commit_group` returned, and reads
-nothing outside it meanwhile (the region's committer, region/group_commit.py; docs/architecture.md).
+Group commit: between `begin_group` and `commit_group`, step 2 of each commit is a savepoint of one store
+transaction (or, in a group opened without savepoints, part of it, all standing or falling together; the in-memory
+store applies each at once, memory_store.py rule 6) and step 3 waits for `commit_group`, which commits them all at
+once and then tells the listeners of each, in order. Who opens a group answers nothing of it before `commit_group`
+returned, and reads nothing outside it meanwhile (the region's committer, region/group_commit.py;
+docs/architecture.md).
 The order of step 2's engine hooks is installed in one place, `Engine.__init__` (`_install_commit_steps`).
 """
 
@@ -55,6 +57,9 @@ Handler = Callable[["Engine", dict], "dict | Answer"]
 DYNAMODB_OPERATIONS = frozenset(
     ["BatchExecuteStatement", "BatchGetItem", "BatchWriteItem", "CreateBackup", "CreateGlobalTable", "CreateTable", "DeleteBackup", "DeleteItem", "DeleteResourcePolicy", "DeleteTable", "DescribeBackup", "DescribeContinuousBackups", "DescribeContributorInsights", "DescribeEndpoints", "DescribeExport", "DescribeGlobalTable", "DescribeGlobalTableSettings", "DescribeImport", "DescribeKinesisStreamingDestination", "DescribeLimits", "DescribeTable", "DescribeTableReplicaAutoScaling", "DescribeTimeToLive", "DisableKinesisStreamingDestination", "EnableKinesisStreamingDestination", "ExecuteStatement", "ExecuteTransaction", "ExportTableToPointInTime", "GetItem", "GetResourcePolicy", "ImportTable", "ListBackups", "ListContributorInsights", "ListExports", "ListGlobalTables", "ListImports", "ListTables", "ListTagsOfResource", "PutItem", "PutResourcePolicy", "Query", "RestoreTableFromBackup", "RestoreTableToPointInTime", "Scan", "TagResource", "TransactGetItems", "TransactWriteItems", "UntagResource", "UpdateContinuousBackups", "UpdateContributorInsights", "UpdateGlobalTable", "UpdateGlobalTableSettings", "UpdateItem", "UpdateKinesisStreamingDestination", "UpdateTable", "UpdateTableReplicaAutoScaling", "UpdateTimeToLive"]
 )
+
+# The reads whose handlers take `encoded=True` (`Engine.execute`): they answer whole items as their stored JSON.
+ENCODED_READS = frozenset({"GetItem", "Query"})
 
 # PartiQL (engine/partiql/): a strong-mode region routes these itself, one item operation at a time.
 PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
@@ -127,8 +132,12 @@ class Engine:
 
     # ---------------------------------------------------------------------------------------------------- dispatch
 
-    def execute(self, operation: str, request: Any) -> Answer:
-        """Run one operation: its response and the item version it read or wrote (answer.py)."""
+    def execute(self, operation: str, request: Any, encoded: bool = False) -> Answer:
+        """Run one operation: its response and the item version it read or wrote (answer.py).
+
+        `encoded`: the caller only serialises the response with orjson (the wire, region/wire.py), so the reads in
+        `ENCODED_READS` may answer whole items as their stored JSON, `orjson.Fragment`s, never decoded
+        (storage/records.py, raw reads). Every other caller gets dicts."""
         throughput = self.throughput
         try:
             handler = self.handler(operation)
@@ -141,7 +150,10 @@ class Engine:
                 or (operation in BATCH_OPERATIONS and isinstance(request.get("RequestItems"), dict))
             ):
                 request, given = table_arns.resolve(self, operation, request)  # table ARNs stand for names
-            result = handler(self, request)
+            if encoded and operation in ENCODED_READS:
+                result = handler(self, request, encoded=True)
+            else:
+                result = handler(self, request)
         except DynamoError:
             if throughput is not None and throughput.throttled:  # failed with a throttle: ThrottledRequests
                 throughput.take_throttled(operation)
@@ -338,9 +350,11 @@ class Engine:
         else:
             self._after_group.append(call)
 
-    def begin_group(self) -> None:
-        """Open a group commit (module docstring): the commits until `commit_group` are made durable together."""
-        self.store.begin_group()
+    def begin_group(self, savepoints: bool = True) -> None:
+        """Open a group commit (module docstring): the commits until `commit_group` are made durable together.
+        `savepoints` False: the commits are not savepoints, so one that fails fails the whole group at
+        `commit_group` (cheaper per write: storage/sqlite_store.py rule 5)."""
+        self.store.begin_group(savepoints)
         self._grouped = []
 
     def commit_group(self) -> None:

@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 # a region short of write units reads only about as far as it can afford to apply.
 READ_AHEAD = 256
 
-# (origin, table, key, version, lost_to): `lost_to` is the stored version that beat `version`, None when it applied.
-DecisionObserver = Callable[[str, str, dict, str, "str | None"], None]
+# (origin, table, decisions): the decisions of one commit, each (key, version, lost_to), in the order they were made;
+# `lost_to` is the stored version that beat `version`, None when it applied. One call per commit, not per record: a
+# replicated batch of thousands is told in one.
+DecisionObserver = Callable[[str, str, "list[tuple[dict, str, str | None]]"], None]
 
 
 class VersionSource(Protocol):
@@ -103,7 +105,7 @@ class ReplicaPort:
                 if self.on_decision is not None and table.replicas:
                     image = write.item if write.item is not None else write.old
                     if image is not None:
-                        self.on_decision(engine.region, write.table, table.key.key_of(image), version, old_version)
+                        self.on_decision(engine.region, write.table, [(table.key.key_of(image), version, old_version)])
                 continue
             if table.replicas and write.item is None:
                 if now is None:
@@ -205,21 +207,22 @@ class ReplicaPort:
                 wire_keys = schema.keys_of(maps)
             else:
                 wire_keys = [None] * len(fresh)
-            # (item, version, tombstone) per key: as stored, then as left by the batch's earlier records. Read a
-            # chunk at a time, ahead of the records that need it: a region short of capacity stops at the first
-            # record it cannot afford, and reads nothing for the records after it (they are shipped again).
-            latest: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]] = {}
+            # (item, version, tombstone, item row's size) per key: as stored, then as left by the batch's earlier
+            # records (the size is what the store's item totals need, `ItemWrite.old_size`). Read a chunk at a time,
+            # ahead of the records that need it: a region short of capacity stops at the first record it cannot
+            # afford, and reads nothing for the records after it (they are shipped again).
+            latest: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool, object]] = {}
             read = 0
             count = len(fresh)
             now = engine.clock.wall_time()
-            absent = (None, None, False)
+            absent = (None, None, False, None)
             for index, (record, (pk, sk), key) in enumerate(zip(fresh, keys, wire_keys, strict=True)):
                 if index == read:
                     read = min(count, index + READ_AHEAD if throughput is not None else count)
                     # Keys the batch has not read or written yet (a key written by an earlier record keeps that).
                     unread = [k for k in dict.fromkeys(keys[index:read]) if k not in latest]
                     latest.update(store.get_records(table, unread))
-                item, version, tombstone = latest.get((pk, sk), absent)
+                item, version, tombstone, stored_size = latest.get((pk, sk), absent)
                 if version is not None and record.version <= version:
                     if observe is not None:
                         decisions.append((key, record.version, version))
@@ -233,6 +236,8 @@ class ReplicaPort:
                     writes.append(
                         ItemWrite(table, pk, sk, item, item_size(item), item, old_version=record.version, reassert=True)
                     )
+                    # Its row's size is the store's to read (the write may yet lose its stamp and not be made).
+                    latest[(pk, sk)] = (item, version, tombstone, UNKNOWN)
                     applied = record.pos
                     continue
                 image = record.image
@@ -244,24 +249,20 @@ class ReplicaPort:
                 applied = record.pos
                 deleted = image is None
                 # Positional (the fields in order: table, pk, sk, item, size, old, service, version, origin,
-                # old_version, tombstone, had_tombstone, deleted_at): one is built per record applied, and keywords
-                # cost more.
+                # old_version, tombstone, had_tombstone, deleted_at, old_size): one is built per record applied, and
+                # keywords cost more.
                 writes.append(
                     ItemWrite(table, pk, sk, image, size, item, False, record.version, origin, version, deleted,
-                              tombstone, now)
+                              tombstone, now, stored_size)
                 )  # fmt: skip
-                latest[(pk, sk)] = (image, record.version, deleted)
+                latest[(pk, sk)] = (image, record.version, deleted, None if deleted else size)
                 won.append(record.version)
                 if observe is not None:
                     decisions.append((key, record.version, None))
         engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
         if observe is not None and decisions:
-
-            def tell() -> None:
-                for key, version, lost_to in decisions:
-                    observe(origin, table, key, version, lost_to)
-
-            engine.after_commit(tell)  # in a group commit: once the group committed, never if it failed
+            # In a group commit: once the group committed, never if it failed.
+            engine.after_commit(lambda: observe(origin, table, decisions))
         return applied, won
 
     # ---------------------------------------------------------------------------------------------- retention

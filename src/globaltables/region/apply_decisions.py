@@ -30,11 +30,16 @@ class ApplyDecisions:
         self.entries: list[tuple[float, str, str, dict, str, str | None]] = []
         self.dropped = 0
 
-    def record(self, origin: str, table: str, key: dict, version: str, lost_to: str | None) -> None:
-        if len(self.entries) >= self.capacity:
-            self.dropped += 1
-            return
-        self.entries.append((self._now(), origin, table, key, version, lost_to))
+    def record(self, origin: str, table: str, decisions: list[tuple[dict, str, str | None]]) -> None:
+        """The decisions of one commit ((key, version, lost_to) each, engine/replica.py `DecisionObserver`), timed
+        together: they were told at the same instant, once their transaction committed."""
+        room = self.capacity - len(self.entries)
+        if len(decisions) > room:
+            self.dropped += len(decisions) - max(room, 0)
+            decisions = decisions[: max(room, 0)]
+        if decisions:
+            at = self._now()
+            self.entries += [(at, origin, table, key, version, lost_to) for key, version, lost_to in decisions]
 
     def to_dict(self, region: str) -> dict[str, Any]:
         return {

@@ -22,6 +22,10 @@ Theory of operation (the host side of the engine's group commit, engine/engine.p
    is safe), the replication acks are dropped (the senders retransmit).
 4. A process killed with `kill -9` mid-drain has sent no answer of the open group: an acknowledged write is one
    whose group committed (synchronous=NORMAL in WAL mode, as for single commits: storage/sqlite_store.py rule 1).
+5. Grouped work that is `whole` (the replication inbox) is all-or-nothing as one: it runs in a group of its own,
+   opened without savepoints (the open group commits first; the work that follows starts another), so its writes
+   skip the savepoint's page copies (storage/sqlite_store.py rule 5), and if any of them fails the group is rolled
+   back and the work fails, nothing of it having taken effect.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ GROUPED_TARGETS = frozenset(
 
 class Work(Protocol):
     grouped: bool
+    # Optional (False when absent): the work's writes stand or fall together, in a group of their own (rule 5).
+    # whole: bool
 
     def run(self) -> Any:
         """Do the work (inside the open group when `grouped`); what `deliver` gets. Must not raise."""
@@ -88,14 +94,21 @@ class GroupCommit:
                     work = queue[index]
                     index += 1
                     if work.grouped:
+                        whole = getattr(work, "whole", False)
+                        if whole and engine.grouping:
+                            committed, held = held, []
+                            self._commit(committed)
                         if not engine.grouping:
                             try:
-                                engine.begin_group()
+                                engine.begin_group(savepoints=not whole)
                             except Exception:  # the store cannot open a transaction: this work fails, alone
                                 log.exception("group commit could not begin")
                                 work.fail()
                                 continue
                         held.append((work, work.run()))
+                        if whole:
+                            committed, held = held, []
+                            self._commit(committed)
                     else:
                         if engine.grouping:
                             committed, held = held, []

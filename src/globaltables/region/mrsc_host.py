@@ -37,6 +37,7 @@ from aiohttp import web
 
 from ..engine.engine import Engine
 from ..engine.errors import ResourceInUseException
+from ..engine.storage.memory_store import MemoryStore
 from ..engine.storage.sqlite_store import SqliteStore
 from ..engine.strong import make_strong
 from ..replication.hosted import MrscRegion
@@ -58,7 +59,7 @@ log = logging.getLogger("globaltables.mrsc.host")
 
 class MrscHost(RegionHost):
     def __init__(
-        self, engine: Engine, store: SqliteStore, settings: ReplicationSettings, clock: SkewedClock, signing: Any = None
+        self, engine: Engine, store: SqliteStore | MemoryStore, settings: ReplicationSettings, clock: SkewedClock, signing: Any = None
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -256,7 +257,7 @@ class MrscHost(RegionHost):
         return "\n".join(lines) + "\n"
 
 
-def strong_region(config: Any, store: SqliteStore) -> tuple[Engine, web.Application, MrscHost]:
+def strong_region(config: Any, store: SqliteStore | MemoryStore) -> tuple[Engine, web.Application, MrscHost]:
     """The engine, app and host of a strong-mode topology's region (region/main.py `replicated_region`); the
     caller runs `host.run()` for as long as it serves."""
     from . import control

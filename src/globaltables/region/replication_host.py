@@ -296,11 +296,14 @@ class ReplicationHost(RegionHost):
 
 
 class InboxWork:
-    """The replication inbox as the committer's grouped work (group_commit.Work): applied inside the group, the
-    answers sent once it committed; if it fails, none is sent (the senders retransmit what was not acknowledged)."""
+    """The replication inbox as the committer's grouped work (group_commit.Work): applied in a group of its own,
+    whole (group_commit.py rule 5: no savepoint per apply, a third of a backlog's cost), the answers sent once it
+    committed; if it fails, nothing of it took effect and none is sent (the senders retransmit what was not
+    acknowledged)."""
 
     __slots__ = ("host",)
     grouped = True
+    whole = True
 
     def __init__(self, host: ReplicationHost) -> None:
         self.host = host

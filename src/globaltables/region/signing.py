@@ -43,8 +43,8 @@ import hmac
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import NamedTuple
 from urllib.parse import parse_qsl
 
 from botocore.auth import SigV4Auth
@@ -123,9 +123,10 @@ def parse_timestamp(text: str) -> float | None:
 # ------------------------------------------------------------------------------------------------ the checks
 
 
-@dataclass(frozen=True, slots=True)
-class Authorization:
-    """A request's SigV4 authorization, from the header or the presigned query string."""
+class Authorization(NamedTuple):
+    """A request's SigV4 authorization, from the header or the presigned query string. A named tuple, not a frozen
+    dataclass: every request builds one, and a frozen dataclass's `__init__` sets its ten fields one
+    `object.__setattr__` at a time (most of the cost of checking a request's signing window and scope)."""
 
     key_id: str
     scope_date: str

@@ -244,7 +244,7 @@ def answer(
         service, operation = split_target(headers.get("X-Amz-Target"))
         authenticate(headers, query_string, raw if signed is None else signed, signing, path)
         if service == DYNAMODB_SERVICE:
-            response, version = engine.execute(operation, request)
+            response, version = engine.execute(operation, request, encoded=True)  # only serialised
         else:
             handle_streams = getattr(engine, "handle_streams", None)
             if handle_streams is None:

@@ -116,15 +116,17 @@ def read_page(
     last: StoredItem | None = None
     first: StoredItem | None = None
     stopped = False
+    # The plan's parts as locals: this loop runs once per item read.
+    condition, limit, keep = plan.filter, plan.limit, items.append
     for row in rows:
         if first is None:
             first = row
         scanned += 1
         read_bytes += row.size
         last = row
-        if plan.filter is None or evaluate_condition(plan.filter, row.item):
-            items.append(row.item)
-        if (plan.limit is not None and scanned >= plan.limit) or read_bytes >= MAX_PAGE_BYTES:
+        if condition is None or evaluate_condition(condition, row.item):
+            keep(row.item)
+        if (limit is not None and scanned >= limit) or read_bytes >= MAX_PAGE_BYTES:
             stopped = True
             break
     close = getattr(rows, "close", None)

@@ -7,6 +7,8 @@ condition is still one contiguous range of one index partition.
 
 from __future__ import annotations
 
+import orjson
+
 from ..errors import ValidationException
 from ..expressions import condition_paths, legacy, parse_key_condition
 from ..storage.records import partition_hash
@@ -97,7 +99,9 @@ def key_bounds(key_schema, condition) -> tuple[bytes, tuple[bytes, bool] | None,
     return pk, *tuple_sort_bounds(condition.sort_prefix, condition.sort_op, condition.sort_values)
 
 
-def handle(engine, request: dict) -> dict:
+def handle(engine, request: dict, encoded: bool = False) -> dict:
+    """`encoded`: the caller only serialises the answer (engine.py `Engine.execute`), so whole items may be
+    answered as their stored JSON (storage/records.py, raw reads)."""
     check_request(request, FIELDS)
     legacy.check_fields(request, legacy.QUERY_FIELDS)
     table = engine.table(request["TableName"])
@@ -134,10 +138,14 @@ def handle(engine, request: dict) -> dict:
             raise ValidationException(HASH_ONLY_START_KEY)
         check_query_start(condition.sort_op is not None, pk, lower, upper, start_pk, start_sk)
         start_after = start_sk
-    rows = engine.store.query(table.name, pk, lower, upper, forward, start_after)
-    page = read_page(
-        rows, plan, table.name, lambda row: table.key.key_of(row.item), None, engine.throughput, partition_hash(pk), pk
-    )
+    # Items that are neither filtered nor projected are only serialised: read as stored, never decoded.
+    raw = encoded and plan.filter is None and plan.projection is None
+    rows = engine.store.query(table.name, pk, lower, upper, forward, start_after, raw)
+    key_of = table.key.key_of
+    last_key = (lambda row: key_of(orjson.loads(row.item))) if raw else (lambda row: key_of(row.item))
+    page = read_page(rows, plan, table.name, last_key, None, engine.throughput, partition_hash(pk), pk)
+    if raw and "Items" in page:
+        page["Items"] = list(map(orjson.Fragment, page["Items"]))
     if table.key.range_name is None:
         page.pop("LastEvaluatedKey", None)  # the one item a hash-only Query can read leaves nothing to resume
     return page

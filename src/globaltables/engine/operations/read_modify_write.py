@@ -122,16 +122,11 @@ def execute(engine, request: WriteRequest) -> Answer:
     if engine.faults.held:  # an injected in-flight transaction (faults.py); an empty dict costs nothing
         engine.faults.check_write(table.name, request.pk, request.sk)
     throughput = engine.throughput
-    # The old item's stored size and the key's hash, read with it when the throughput model will charge it.
-    old_size = h = None
+    # The old item's stored size (0 without one) and the key's hash, read with it: what the throughput model charges,
+    # and what the store's item totals need (`ItemWrite.old_size`: the write's own read, not another one).
     if engine.versions is None:
-        if throughput is None:
-            old = engine.store.get(table.name, request.pk, request.sk)
-        else:
-            old, old_size, h = engine.store.get_sized(table.name, request.pk, request.sk)
+        old, old_size, h = engine.store.get_sized(table.name, request.pk, request.sk)
         old_version, had_tombstone = None, False
-    elif throughput is None:
-        old, old_version, had_tombstone = engine.store.get_record(table.name, request.pk, request.sk)
     else:
         old, old_version, had_tombstone, old_size, h = engine.store.get_record_sized(
             table.name, request.pk, request.sk
@@ -157,8 +152,9 @@ def execute(engine, request: WriteRequest) -> Answer:
             throughput.charge_one(table.name, "write", h, units, request.pk, request.sk)
     if new is not None or old is not None:
         write = ItemWrite(
-            table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone
-        )
+            table.name, request.pk, request.sk, new, size, old, old_version=old_version, had_tombstone=had_tombstone,
+            old_size=old_size if old is not None else None,
+        )  # fmt: skip
         engine.commit([write])
         version = write.version
     else:

@@ -19,6 +19,13 @@ Rules
 5. Side records (records.py `SideChange`) live in one `SortedTable` per space, so a prefix is one `irange`; they
    are written through the same undo log as items (inside a write, by a commit hook's `side_stage`) and copied by
    `snapshot` with everything else, so a simulated crash keeps exactly what the SQLite store would.
+6. Group commit (`begin_group` ... `commit_group`, sqlite_store.py rule 5) is only a bracket here: each `write` is
+   applied, all or nothing, when it returns, and there is nothing to make durable, so a write that fails inside a
+   group rolls back alone (as a savepoint does) and `commit_group` cannot fail. The region's committer
+   (region/group_commit.py) drives an in-memory region exactly as a durable one. A group opened without savepoints
+   (the replication inbox's, group_commit.py rule 5) is the same bracket: a write failing there leaves the writes
+   before it applied, which for the inbox is what the durable store's rollback comes to once the senders retransmit
+   (each apply saves its lane's applied position with its items, so what stood is acknowledged as a duplicate).
 """
 
 from __future__ import annotations
@@ -113,6 +120,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.commit_hooks: list[CommitHook] = []
+        self.grouped = False  # a group commit is open (rule 6)
         self._tids: dict[str, int] = {}
         self._definitions: dict[str, bytes] = {}
         self._next_tid = 1
@@ -156,6 +164,15 @@ class MemoryStore:
         from .memory_backup_store import MemoryBackupStore
 
         return MemoryBackupStore(self)
+
+    def begin_group(self, savepoints: bool = True) -> None:  # noqa: ARG002 - every write is whole here (rule 6)
+        """Open a group commit (rule 6)."""
+        assert not self.grouped, "a group commit is already open"
+        self.grouped = True
+
+    def commit_group(self) -> None:
+        """Close the open group: its writes were applied as they were made (rule 6)."""
+        self.grouped = False
 
     def snapshot(self) -> MemoryStore:
         """A new store holding exactly this store's committed data; hooks stay with this object."""
@@ -217,38 +234,47 @@ class MemoryStore:
 
     # ------------------------------------------------------------------------------------------------------ items
 
-    def get(self, table: str, pk: bytes, sk: bytes) -> dict | None:
+    def get(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> dict | None:
+        """The item, or None; `raw`: as its stored JSON bytes (records.py rule on raw reads)."""
         row = self.items[self._tids[table]].get((partition_hash(pk), pk, sk))
-        return orjson.loads(row[0]) if row is not None else None
+        if row is None:
+            return None
+        return row[0] if raw else orjson.loads(row[0])
 
-    def get_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, int, int]:
+    def get_sized(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> tuple[dict | None, int, int]:
         """`get` with the item's stored size (0 without one) and the key's partition hash: what the throughput
         model charges, and where, with nothing measured or hashed again."""
         h = partition_hash(pk)
         row = self.items[self._tids[table]].get((h, pk, sk))
-        return (orjson.loads(row[0]), row[1], h) if row is not None else (None, 0, h)
+        if row is None:
+            return None, 0, h
+        return (row[0] if raw else orjson.loads(row[0])), row[1], h
 
-    def get_record_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool, int, int]:
+    def get_record_sized(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool, int, int]:
         """`get_record` with the live item's stored size (0 without one) and the key's partition hash."""
         tid = self._tids[table]
         h = partition_hash(pk)
         row = self.items[tid].get((h, pk, sk))
         if row is not None:
-            return orjson.loads(row[0]), row[2], False, row[1], h
+            return (row[0] if raw else orjson.loads(row[0])), row[2], False, row[1], h
         tombstone = self.tombstones[tid].get((pk, sk))
         return (None, tombstone[0], True, 0, h) if tombstone is not None else (None, None, False, 0, h)
 
-    def get_record(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool]:
+    def get_record(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool]:
         tid = self._tids[table]
         row = self.items[tid].get((partition_hash(pk), pk, sk))
         if row is not None:
-            return orjson.loads(row[0]), row[2], False
+            return (row[0] if raw else orjson.loads(row[0])), row[2], False
         tombstone = self.tombstones[tid].get((pk, sk))
         return (None, tombstone[0], True) if tombstone is not None else (None, None, False)
 
     def get_records(
         self, table: str, keys: list[tuple[bytes, bytes]]
-    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]]:
+    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool, int | None]]:
         tid = self._tids[table]
         items, tombstones = self.items[tid], self.tombstones[tid]
         found = {}
@@ -257,11 +283,11 @@ class MemoryStore:
             pk, sk = key
             row = items.get((partition_hash(pk), pk, sk))
             if row is not None:
-                found[key] = (loads(row[0]), row[2], False)
+                found[key] = (loads(row[0]), row[2], False, row[1])
             else:
                 tombstone = tombstones.get(key)
                 if tombstone is not None:
-                    found[key] = (None, tombstone[0], True)
+                    found[key] = (None, tombstone[0], True, None)
         return found
 
     def position(self, kind: str, region: str, table: str, lane: int) -> int:
@@ -384,9 +410,10 @@ class MemoryStore:
         upper: tuple[bytes, bool] | None = None,
         forward: bool = True,
         start_after: bytes | None = None,
+        raw: bool = False,
     ) -> Iterator[StoredItem]:
         """Items of one partition in sort-key order, within optional (bound, inclusive) limits, resuming strictly
-        after `start_after` in the direction of travel."""
+        after `start_after` in the direction of travel. `raw`: items as their stored JSON bytes."""
         if start_after is not None:
             if forward:
                 lower = tighter(lower, start_after, True)
@@ -395,9 +422,16 @@ class MemoryStore:
         h = partition_hash(pk)
         items = self.items[self._tids[table]]
         low, high, inclusive = partition_bounds(h, pk, lower, upper)
+        keys = list(items.irange(low, high, inclusive, reverse=not forward))
+        rows = items.rows  # a dict: read directly, not through SortedTable's __getitem__, once per item of a page
+        if raw:
+            for key in keys:
+                blob, size, _version = rows[key]
+                yield StoredItem(h, pk, key[2], blob, size)
+            return
         loads = orjson.loads
-        for key in list(items.irange(low, high, inclusive, reverse=not forward)):
-            blob, size, _version = items[key]
+        for key in keys:
+            blob, size, _version = rows[key]
             yield StoredItem(h, pk, key[2], loads(blob), size)
 
     def scan(

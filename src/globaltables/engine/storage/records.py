@@ -6,6 +6,11 @@ A store is the contract the engine writes against: `ItemStore` for items, tombst
 records (`SideChange`), `ChangeLogStore` for the change log and the stream registry, `IndexStore` for index entries.
 Both implementations are held to it by the same tests (tests/engine/test_store_contract.py, and the engine tests
 run on each).
+
+Raw reads: `get`, `get_sized`, `get_record`, `get_record_sized` and `query` take `raw=True` to hand out an item as
+its stored JSON bytes (orjson's serialisation of the normalised item) instead of a fresh dict, for a caller that only
+serialises what it read into an answer (engine.py, `Engine.execute(encoded=True)`): decoding and encoding it again
+would give back the same bytes, at a cost per item larger than the rest of a read.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import functools
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 HASH_SPACE = 1 << 32
 
@@ -51,6 +56,9 @@ class ItemWrite:
     tombstone: bool = False
     had_tombstone: bool = False
     deleted_at: float = 0.0  # wall time of a tombstoning delete (tombstones are purged after a retention)
+    # The stored size of the item row this write replaces, when the writer read it in this transaction (None: no
+    # item row), so the SQLite store need not read it again for its item totals; UNKNOWN: the store reads it.
+    old_size: object = UNKNOWN
     reassert: bool = False  # an unchanged item written again to outrank a version elsewhere: stamped and logged
     blob: bytes | None = None  # `item` serialised, set by the store's `write` so the commit hooks need not redo it
 
@@ -78,8 +86,10 @@ CommitHook = Callable[[Any, list["ItemWrite"]], None]
 SideChange = tuple[str, str, bytes | None]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredItem:
+class StoredItem(NamedTuple):
+    """One item a Query or Scan reads. A named tuple, not a frozen dataclass: a page builds one per item read, and
+    a frozen dataclass's `__init__` (one `object.__setattr__` per field) cost more than the rest of the row."""
+
     h: int
     pk: bytes
     sk: bytes

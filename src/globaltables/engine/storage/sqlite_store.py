@@ -17,6 +17,12 @@ Rules
    connection see the group's uncommitted writes: whoever opens a group (the region's committer,
    region/group_commit.py) lets nothing else read or answer until it committed. A failed `commit_group` rolls the
    whole group back.
+   A group opened `begin_group(savepoints=False)` runs its writes on the transaction itself, all-or-nothing as one:
+   a write that fails cannot roll back alone, so it leaves the group broken, and `commit_group` then rolls the whole
+   group back and raises. Why: a savepoint makes SQLite copy every page a write touches into its sub-journal
+   (spilled to a temporary file past 64 KiB, and then also every page of each trigger-firing statement's own
+   statement journal), about a third of a replicated batch's cost; the region's replication inbox, whose applies
+   succeed or are all retransmitted together anyway, opens its groups so (region/group_commit.py).
 6. Side records (`side_records`) are a layer's own durable state beside the items, opaque to the store: (space, key)
    -> bytes, read by key or key prefix in key order, written on their own (`side_write`) or inside an item write's
    transaction by a commit hook (`side_stage`), so they survive exactly what the items survive.
@@ -32,7 +38,16 @@ from pathlib import Path
 import orjson
 
 from . import running_totals
-from .records import HASH_SPACE, CommitHook, ItemWrite, SideChange, StoredItem, TokenRecord, partition_hash
+from .records import (
+    HASH_SPACE,
+    UNKNOWN,
+    CommitHook,
+    ItemWrite,
+    SideChange,
+    StoredItem,
+    TokenRecord,
+    partition_hash,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (
@@ -118,19 +133,46 @@ def add_sort_key_bounds(
         args.append(upper[0])
 
 
+# sqlite3 binds int, float, str and bytearray parameters as they are, but first looks for an adapter for one of any
+# other type, bytes and None included: not finding one costs a tuple, a registry lookup and an AttributeError raised
+# and cleared inside the module, some 2,000 instructions a parameter (a replicated record binds seven: its keys, its
+# images, a NULL old image), a tenth of a backlog's apply. Identity adapters make the lookup find one at once. The
+# registry is the sqlite3 module's, for the whole process; what they return is what they were given, so nothing
+# binds differently (an exact type is matched: a subclass of bytes still takes the long way).
+def _same(value: None) -> None:
+    return value
+
+
+sqlite3.register_adapter(bytes, bytes.__bytes__)  # an exact bytes object's __bytes__ is the object itself
+sqlite3.register_adapter(type(None), _same)
+
 WAL_CHECKPOINT_PAGES = 10_000
 CACHE_KIB = 64 * 1024
 _KEYS_PER_QUERY = 256  # keys per batched read: 770 parameters, well under SQLite's limit
 _RECORDS_BY_KEYS = (
-    "SELECT k.column2, k.column3, i.item, i.version, t.version FROM (VALUES {values}) AS k"
+    "SELECT k.column2, k.column3, i.item, i.version, t.version, i.size FROM (VALUES {values}) AS k"
     " LEFT JOIN items AS i ON i.tid = ? AND i.h = k.column1 AND i.pk = k.column2 AND i.sk = k.column3"
     " LEFT JOIN tombstones AS t ON t.tid = ? AND t.h = k.column1 AND t.pk = k.column2 AND t.sk = k.column3"
 )
 
 
+# The same read of a table that holds no tombstone (most tables; a global table before its first delete): the items
+# alone, and only the keys that have one (a backlog of new items reads no row at all).
+_ITEMS_BY_KEYS = (
+    "SELECT k.column2, k.column3, i.item, i.version, NULL, i.size FROM (VALUES {values}) AS k"
+    " CROSS JOIN items AS i ON i.tid = ? AND i.h = k.column1 AND i.pk = k.column2 AND i.sk = k.column3"
+)  # CROSS JOIN: SQLite keeps the keys the outer loop, each a primary-key seek (never a scan of the items)
+_HAS_TOMBSTONES = "SELECT 1 FROM tombstones WHERE tid = ? LIMIT 1"
+
+
 @functools.lru_cache(maxsize=64)
 def _records_by_keys(size: int) -> str:
     return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
+
+
+@functools.lru_cache(maxsize=64)
+def _items_by_keys(size: int) -> str:
+    return _ITEMS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
 
 
 ITEM_TOTALS = "item_totals"  # each table's item count and bytes (running_totals.py)
@@ -141,12 +183,79 @@ _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, de
 _DELETE_TOMBSTONE = "DELETE FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 
 
+# The stored sizes of a batch's keys that hold an item (`_item_totals_change`).
+_SIZES_BY_KEYS = (
+    "SELECT k.column2, k.column3, i.size FROM (VALUES {values}) AS k"
+    " CROSS JOIN items AS i ON i.tid = ? AND i.h = k.column1 AND i.pk = k.column2 AND i.sk = k.column3"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _sizes_by_keys(size: int) -> str:
+    return _SIZES_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
+
+
+def _padded(count: int) -> int:
+    """A batched read's VALUES length for `count` keys: as it is under 8, else the multiple of 8 above (the list is
+    padded by repeating a key, which finds the same rows), so a few dozen statement texts serve every batch size
+    (sqlite3 caches prepared statements by text)."""
+    return count if count < 8 else -(-count // 8) * 8
+
+
+def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
+    """Per table id, [items, bytes] the batch's item rows add (negative: remove). `changes` are (tid, h, pk, sk, new
+    size or None for a delete, the replaced row's size: `ItemWrite.old_size`) in the batch's order. Where the writer
+    did not give the replaced row's size, it is read (one batched read of the rows stored before the batch); then
+    the changes are followed one by one, so a key written twice in the batch counts as its last write left it."""
+    keys: dict[int, dict[tuple[int, bytes, bytes], None]] = {}
+    for tid, h, pk, sk, _size, old_size in changes:
+        if old_size is UNKNOWN:
+            keys.setdefault(tid, {})[(h, pk, sk)] = None
+    stored: dict[tuple[int, bytes, bytes], int] = {}
+    for tid, wanted in keys.items():
+        listed = list(wanted)
+        for start in range(0, len(listed), _KEYS_PER_QUERY):
+            chunk = listed[start : start + _KEYS_PER_QUERY]
+            size = _padded(len(chunk))
+            args: list = []
+            for key in chunk:
+                args += key
+            args += args[-3:] * (size - len(chunk))
+            args.append(tid)
+            for pk, sk, stored_size in db.execute(_sizes_by_keys(size), args):
+                stored[(tid, pk, sk)] = stored_size
+    totals: dict[int, list[int]] = {}
+    for tid, _h, pk, sk, size, old in changes:
+        key = (tid, pk, sk)
+        if old is UNKNOWN:
+            old = stored.get(key)  # as stored before the batch, or as a write before this one in it left it
+        if size is None:
+            stored.pop(key, None)
+        change = totals.get(tid)
+        if change is None:
+            change = totals[tid] = [0, 0]
+        if old is not None:
+            change[0] -= 1
+            change[1] -= old
+        if size is not None:
+            change[0] += 1
+            change[1] += size
+            stored[key] = size
+    return totals
+
+
 def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[ItemWrite]) -> None:
-    """The item and tombstone rows of a batch, in the batch's order. Consecutive rows of the same statement go in
-    one `executemany` (a replicated batch of 500 puts is one call, not 500): each statement still runs once per row
-    in order, so a key written twice in a batch ends as its last write left it."""
+    """The item and tombstone rows of a batch, in the batch's order, and the item totals they change. Consecutive
+    rows of the same statement go in one `executemany` (a replicated batch of 500 puts is one call, not 500): each
+    statement still runs once per row in order, so a key written twice in a batch ends as its last write left it.
+
+    The totals (running_totals.py) are counted here, for the batch at once, rather than by row triggers: a trigger
+    costs each row a program of its own and a statement journal, about a third of a row's insert, while a batch's
+    replaced sizes are given by its writer (a replicated batch read them with its stored versions) or read at once."""
     statement: str | None = None
     rows: list[tuple] = []
+    runs: list[tuple[str, list[tuple]]] = []
+    changes: list[tuple] = []
     dumps = orjson.dumps
     for w in writes:
         tid = tids[w.table]
@@ -156,22 +265,30 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
         if item is None:
             sql, row = _DELETE_ITEM, (tid, h, pk, sk)
             extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
+            changes.append((tid, h, pk, sk, None, w.old_size))
         else:
             w.blob = blob = dumps(item)
             sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, w.size, w.version)
             extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
+            changes.append((tid, h, pk, sk, w.size, w.old_size))
         if sql is not statement:
             if rows:
-                db.executemany(statement, rows)  # type: ignore[arg-type]
+                runs.append((statement, rows))  # type: ignore[arg-type]
             statement, rows = sql, []
         rows.append(row)
         if extra is not None:
             sql, row = extra
             if rows:
-                db.executemany(statement, rows)  # type: ignore[arg-type]
+                runs.append((statement, rows))  # type: ignore[arg-type]
             statement, rows = sql, [row]
     if rows:
-        db.executemany(statement, rows)  # type: ignore[arg-type]
+        runs.append((statement, rows))  # type: ignore[arg-type]
+    if not changes:
+        return
+    totals = _item_totals_change(db, changes)  # before the rows change: it reads what they replace
+    for sql, batch in runs:
+        db.executemany(sql, batch)
+    running_totals.add(db, ITEM_TOTALS, totals)
 
 
 class SqliteStore:
@@ -195,45 +312,65 @@ class SqliteStore:
         self.db.executescript(REPLICATION_SCHEMA)
         self.db.executescript(SIDE_SCHEMA)
         running_totals.enable(self.db)
-        running_totals.install(self.db, "items", "tid", ITEM_TOTALS)
+        running_totals.keep(self.db, "items", "tid", ITEM_TOTALS)  # counted by `_write_items`, not triggers
         self._tids: dict[str, int] = {}
         self._backups = None  # backup_store(), made on first use
         self.commit_hooks: list[CommitHook] = []
         self.grouped = False  # a group commit is open (rule 5)
+        self._savepoints = True  # the open group's writes are savepoints (rule 5)
+        self._broken = False  # a write of the open group (without savepoints) failed: it can only roll back whole
         for name, tid in self.db.execute("SELECT name, tid FROM tables"):
             self._tids[name] = tid
 
     # ----------------------------------------------------------------------------------------------- transactions
 
     def _begin(self) -> None:
-        self.db.execute("SAVEPOINT write" if self.grouped else "BEGIN")
+        if self.grouped:
+            if self._savepoints:
+                self.db.execute("SAVEPOINT write")
+            return
+        self.db.execute("BEGIN")
 
     def _end(self) -> None:
-        self.db.execute("RELEASE write" if self.grouped else "COMMIT")
+        if self.grouped:
+            if self._savepoints:
+                self.db.execute("RELEASE write")
+            return
+        self.db.execute("COMMIT")
 
     def _abort(self) -> None:
-        if self.grouped:  # this write alone: the group's earlier writes stay
-            self.db.execute("ROLLBACK TO write")
+        if self.grouped:
+            if not self._savepoints:  # part of this write may be in the transaction: the group goes whole
+                self._broken = True
+                return
+            self.db.execute("ROLLBACK TO write")  # this write alone: the group's earlier writes stay
             self.db.execute("RELEASE write")
         elif self.db.in_transaction:  # a failed COMMIT of SQLite's own may have rolled back already
             self.db.execute("ROLLBACK")
 
-    def begin_group(self) -> None:
-        """Open a group commit (rule 5): the writes until `commit_group` commit in one transaction."""
+    def begin_group(self, savepoints: bool = True) -> None:
+        """Open a group commit (rule 5): the writes until `commit_group` commit in one transaction, each a
+        savepoint unless `savepoints` is False (then they stand or fall together)."""
         assert not self.grouped, "a group commit is already open"
         self.db.execute("BEGIN")
         self.grouped = True
+        self._savepoints = savepoints
+        self._broken = False
 
     def commit_group(self) -> None:
-        """Commit the open group: durable when this returns, as a single `write` is. If the commit fails the whole
-        group is rolled back and the error raised."""
+        """Commit the open group: durable when this returns, as a single `write` is. If the commit fails, or a
+        write of a group without savepoints failed, the whole group is rolled back and the error raised."""
         self.grouped = False
         try:
+            if self._broken:
+                raise sqlite3.OperationalError("a write of the group failed: the group is rolled back")
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
+        finally:
+            self._savepoints, self._broken = True, False
 
     def change_log_store(self):
         from .change_log_store import ChangeLogStore
@@ -333,23 +470,30 @@ class SqliteStore:
 
     # ------------------------------------------------------------------------------------------------------ items
 
-    def get(self, table: str, pk: bytes, sk: bytes) -> dict | None:
+    def get(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> dict | None:
+        """The item, or None; `raw`: as its stored JSON bytes (records.py rule on raw reads)."""
         row = self.db.execute(
             "SELECT item FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?",
             (self._tids[table], partition_hash(pk), pk, sk),
         ).fetchone()
-        return orjson.loads(row[0]) if row else None
+        if row is None:
+            return None
+        return row[0] if raw else orjson.loads(row[0])
 
-    def get_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, int, int]:
+    def get_sized(self, table: str, pk: bytes, sk: bytes, raw: bool = False) -> tuple[dict | None, int, int]:
         """`get` with the item's stored size (0 without one) and the key's partition hash: what the throughput
         model charges, and where, with nothing measured or hashed again."""
         h = partition_hash(pk)
         row = self.db.execute(
             "SELECT item, size FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (self._tids[table], h, pk, sk)
         ).fetchone()
-        return (orjson.loads(row[0]), row[1], h) if row else (None, 0, h)
+        if row is None:
+            return None, 0, h
+        return (row[0] if raw else orjson.loads(row[0])), row[1], h
 
-    def get_record_sized(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool, int, int]:
+    def get_record_sized(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool, int, int]:
         """`get_record` with the live item's stored size (0 without one) and the key's partition hash."""
         tid = self._tids[table]
         h = partition_hash(pk)
@@ -357,13 +501,15 @@ class SqliteStore:
             "SELECT item, version, size FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
         if row is not None:
-            return orjson.loads(row[0]), row[1], False, row[2], h
+            return (row[0] if raw else orjson.loads(row[0])), row[1], False, row[2], h
         row = self.db.execute(
             "SELECT version FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
         return (None, row[0], True, 0, h) if row is not None else (None, None, False, 0, h)
 
-    def get_record(self, table: str, pk: bytes, sk: bytes) -> tuple[dict | None, str | None, bool]:
+    def get_record(
+        self, table: str, pk: bytes, sk: bytes, raw: bool = False
+    ) -> tuple[dict | None, str | None, bool]:
         """(item, version, is_tombstone): the live item and its version, or a tombstone's version, or nothing."""
         tid = self._tids[table]
         h = partition_hash(pk)
@@ -371,7 +517,7 @@ class SqliteStore:
             "SELECT item, version FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
         if row is not None:
-            return orjson.loads(row[0]), row[1], False
+            return (row[0] if raw else orjson.loads(row[0])), row[1], False
         row = self.db.execute(
             "SELECT version FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?", (tid, h, pk, sk)
         ).fetchone()
@@ -379,13 +525,20 @@ class SqliteStore:
 
     def get_records(
         self, table: str, keys: list[tuple[bytes, bytes]]
-    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]]:
-        """`get_record` for many keys at once (a replicated batch): one query per chunk of keys instead of up to two
-        per key. Keys holding neither an item nor a tombstone are absent from the result."""
+    ) -> dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool, int | None]]:
+        """`get_record` for many keys at once (a replicated batch), with the live item's stored size (None for a
+        tombstone): one query per chunk of keys instead of up to two per key. Keys holding neither an item nor a
+        tombstone are absent from the result."""
         tid = self._tids[table]
-        found: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool]] = {}
+        found: dict[tuple[bytes, bytes], tuple[dict | None, str | None, bool, int | None]] = {}
+        if not keys:
+            return found
         loads = orjson.loads
         db = self.db
+        if db.execute(_HAS_TOMBSTONES, (tid,)).fetchone() is None:  # one seek, then none per key for tombstones
+            query, tail = _items_by_keys, (tid,)
+        else:
+            query, tail = _records_by_keys, (tid, tid)
         for start in range(0, len(keys), _KEYS_PER_QUERY):
             chunk = keys[start : start + _KEYS_PER_QUERY]
             # The keys are a VALUES list joined to both tables' primary keys (a row-value IN would scan the whole
@@ -396,12 +549,12 @@ class SqliteStore:
             for pk, sk in chunk:
                 args += (partition_hash(pk), pk, sk)
             args += args[-3:] * (size - len(chunk))
-            args += (tid, tid)
-            for pk, sk, item, version, tombstone in db.execute(_records_by_keys(size), args):
+            args += tail
+            for pk, sk, item, version, tombstone, stored_size in db.execute(query(size), args):
                 if item is not None:
-                    found[(pk, sk)] = (loads(item), version, False)
+                    found[(pk, sk)] = (loads(item), version, False, stored_size)
                 elif tombstone is not None:
-                    found[(pk, sk)] = (None, tombstone, True)
+                    found[(pk, sk)] = (None, tombstone, True, None)
         return found
 
     def table_id(self, table: str) -> int:
@@ -532,11 +685,12 @@ class SqliteStore:
         upper: tuple[bytes, bool] | None = None,
         forward: bool = True,
         start_after: bytes | None = None,
+        raw: bool = False,
     ) -> Iterator[StoredItem]:
         """Items of one partition in sort-key order, within optional (bound, inclusive) limits.
 
         `start_after` is the sort key of the last item already returned (ExclusiveStartKey); iteration resumes
-        strictly after it in the direction of travel.
+        strictly after it in the direction of travel. `raw`: items as their stored JSON bytes.
         """
         h = partition_hash(pk)
         clauses = ["tid = ?", "h = ?", "pk = ?"]
@@ -547,8 +701,13 @@ class SqliteStore:
             args.append(start_after)
         order = "ASC" if forward else "DESC"
         sql = f"SELECT sk, item, size FROM items WHERE {' AND '.join(clauses)} ORDER BY sk {order}"
+        if raw:
+            for sk, item, size in self.db.execute(sql, args):
+                yield StoredItem(h, pk, sk, item, size)
+            return
+        loads = orjson.loads
         for sk, item, size in self.db.execute(sql, args):
-            yield StoredItem(h, pk, sk, orjson.loads(item), size)
+            yield StoredItem(h, pk, sk, loads(item), size)
 
     def scan(
         self,
