@@ -38,9 +38,7 @@ class Failing:
         return getattr(self._db, name)
 
 
-@pytest.fixture
-def engine(tmp_path):
-    store = SqliteStore(tmp_path / "region.db")
+def engine_with_table(store) -> Engine:
     engine = Engine(store, ManualClock())
     engine.handle(
         "CreateTable",
@@ -51,7 +49,13 @@ def engine(tmp_path):
             "BillingMode": "PAY_PER_REQUEST",
         },
     )
-    yield engine
+    return engine
+
+
+@pytest.fixture
+def engine(tmp_path):
+    store = SqliteStore(tmp_path / "region.db")
+    yield engine_with_table(store)
     store.close()
 
 
@@ -249,16 +253,7 @@ def test_an_in_memory_region_commits_in_groups_too():
     # An in-memory region (region/main.py `open_store`) runs the same committer over the in-memory store, whose
     # group is a bracket (memory_store.py rule 6): writes of one turn are answered after the group, in order, a
     # refused write fails alone, a read sees the writes before it, and the group's after-commit calls run.
-    engine = Engine(MemoryStore(), ManualClock())
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    engine = engine_with_table(MemoryStore())
     events: list = []
     committer = GroupCommit(engine)
     refused = put(events, engine, "a", ConditionExpression="attribute_exists(pk)")
