@@ -76,6 +76,8 @@ def stored(engine: Engine, key: str) -> bool:
 class Recorded:
     """A work item recording what happened to it in a shared event list."""
 
+    whole = False
+
     def __init__(self, events: list, engine: Engine, name: str, operation: str, request: dict, grouped: bool):
         self.events, self.engine, self.name = events, engine, name
         self.operation, self.request, self.grouped = operation, request, grouped
@@ -105,6 +107,17 @@ def put(events, engine, name: str, **extra) -> Recorded:
 def get(events, engine, name: str, key: str) -> Recorded:
     request = {"TableName": TABLE, "Key": {"pk": {"S": key}}}
     return Recorded(events, engine, name, "GetItem", request, grouped=False)
+
+
+def run_turn(committer: GroupCommit, *works) -> None:
+    """Submit `works` in one loop turn, in order, and wait until the committer has drained them."""
+
+    async def main() -> None:
+        for work in works:
+            committer.submit(work)
+        await drained(committer)
+
+    asyncio.run(main())
 
 
 async def drained(committer: GroupCommit) -> None:
@@ -148,13 +161,7 @@ def test_a_read_commits_the_writes_before_it_first(engine):
     committer = GroupCommit(engine)
     read = get(events, engine, "r", "a")
 
-    async def main() -> None:
-        committer.submit(put(events, engine, "a"))
-        committer.submit(read)
-        committer.submit(put(events, engine, "b"))
-        await drained(committer)
-
-    asyncio.run(main())
+    run_turn(committer, put(events, engine, "a"), read, put(events, engine, "b"))
     assert events == [("run", "a"), ("deliver", "a"), ("run", "r"), ("deliver", "r"), ("run", "b"), ("deliver", "b")]
     assert read.outcome["Item"] == {"pk": {"S": "a"}}
     assert committer.groups == 2
@@ -197,13 +204,7 @@ def test_a_write_refused_inside_a_group_fails_alone(engine):
     committer = GroupCommit(engine)
     refused = put(events, engine, "a", ConditionExpression="attribute_exists(pk)")
 
-    async def main() -> None:
-        committer.submit(put(events, engine, "x"))
-        committer.submit(refused)
-        committer.submit(put(events, engine, "y"))
-        await drained(committer)
-
-    asyncio.run(main())
+    run_turn(committer, put(events, engine, "x"), refused, put(events, engine, "y"))
     assert type(refused.outcome).__name__ == "ConditionalCheckFailedException"
     assert committer.groups == 1 and committer.largest_group == 3
     assert durable(engine, "x") and durable(engine, "y") and not stored(engine, "a")
@@ -259,14 +260,7 @@ def test_an_in_memory_region_commits_in_groups_too():
     refused = put(events, engine, "a", ConditionExpression="attribute_exists(pk)")
     read = get(events, engine, "read", "x")
 
-    async def main() -> None:
-        committer.submit(put(events, engine, "x"))
-        committer.submit(refused)
-        committer.submit(read)
-        committer.submit(put(events, engine, "y"))
-        await drained(committer)
-
-    asyncio.run(main())
+    run_turn(committer, put(events, engine, "x"), refused, read, put(events, engine, "y"))
     assert events == [
         ("run", "x"), ("run", "a"), ("deliver", "x"), ("deliver", "a"), ("run", "read"), ("deliver", "read"),
         ("run", "y"), ("deliver", "y"),
@@ -330,14 +324,7 @@ def test_whole_work_runs_in_a_group_of_its_own(engine):
     seen: list[bool] = []
     whole = Whole(events, engine, "inbox", ["i1", "i2"], observe=lambda: seen.append(durable(engine, "a")))
 
-    async def main() -> None:
-        committer.submit(put(events, engine, "a"))
-        committer.submit(whole)
-        committer.submit(put(events, engine, "b"))
-        committer.submit(put(events, engine, "c"))
-        await drained(committer)
-
-    asyncio.run(main())
+    run_turn(committer, put(events, engine, "a"), whole, put(events, engine, "b"), put(events, engine, "c"))
     assert events == [
         ("run", "a"), ("deliver", "a"), ("run", "inbox"), ("deliver", "inbox"),
         ("run", "b"), ("run", "c"), ("deliver", "b"), ("deliver", "c"),
@@ -358,13 +345,7 @@ def test_whole_work_whose_write_fails_takes_no_effect_at_all(engine):
     engine.add_commit_listener(lambda result: told.extend(w.item["pk"]["S"] for w in result.writes))
     whole = Whole(events, engine, "inbox", ["i1", "bad", "i3"])
 
-    async def main() -> None:
-        committer.submit(put(events, engine, "before"))
-        committer.submit(whole)
-        committer.submit(put(events, engine, "after"))
-        await drained(committer)
-
-    asyncio.run(main())
+    run_turn(committer, put(events, engine, "before"), whole, put(events, engine, "after"))
     assert events == [
         ("run", "before"), ("deliver", "before"), ("run", "inbox"), ("fail", "inbox"), ("run", "after"),
         ("deliver", "after"),

@@ -51,7 +51,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from . import partitions
-from .capacity import READ_UNIT_BYTES, WRITE_UNIT_BYTES, Charge
+from .capacity import Charge, read_units, write_units
 from .throttling import ACCOUNT_LIMIT, KEY_RANGE, MAX_ON_DEMAND, PROVISIONED, Throttle
 from .values import MAX_ITEM_BYTES
 
@@ -355,7 +355,7 @@ _SHARE = {"read": 1.0 / partitions.PARTITION_READ_UNITS, "write": 1.0 / partitio
 _PER_PARTITION = {"read": partitions.PARTITION_READ_UNITS, "write": partitions.PARTITION_WRITE_UNITS}
 _OPERATION = {"read": "Read", "write": "Write"}
 # The largest draw of one item: 400 KB in write units, or read strongly.
-_MOST_ITEM_UNITS = {"read": -(-MAX_ITEM_BYTES // READ_UNIT_BYTES), "write": -(-MAX_ITEM_BYTES // WRITE_UNIT_BYTES)}
+_MOST_ITEM_UNITS = {"read": read_units(MAX_ITEM_BYTES, consistent=True), "write": write_units(MAX_ITEM_BYTES)}
 
 
 class ThroughputModel:

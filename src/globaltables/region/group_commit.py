@@ -46,8 +46,7 @@ GROUPED_TARGETS = frozenset(
 
 class Work(Protocol):
     grouped: bool
-    # Optional (False when absent): the work's writes stand or fall together, in a group of their own (rule 5).
-    # whole: bool
+    whole: bool  # its writes stand or fall together, in a group of their own (rule 5)
 
     def run(self) -> Any:
         """Do the work (inside the open group when `grouped`); what `deliver` gets. Must not raise."""
@@ -94,7 +93,7 @@ class GroupCommit:
                     work = queue[index]
                     index += 1
                     if work.grouped:
-                        whole = getattr(work, "whole", False)
+                        whole = work.whole
                         if whole and engine.grouping:
                             committed, held = held, []
                             self._commit(committed)

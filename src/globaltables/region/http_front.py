@@ -154,6 +154,7 @@ class Queued:
     """A request of a connection queued to the committer (group_commit.Work)."""
 
     __slots__ = ("connection", "grouped", "headers", "media", "raw")
+    whole = False  # one request: its write rolls back alone
 
     def __init__(self, connection: FastConnection, headers: Headers, raw: bytes, media: str, grouped: bool) -> None:
         self.connection = connection

@@ -164,15 +164,39 @@ _ITEMS_BY_KEYS = (
 )  # CROSS JOIN: SQLite keeps the keys the outer loop, each a primary-key seek (never a scan of the items)
 _HAS_TOMBSTONES = "SELECT 1 FROM tombstones WHERE tid = ? LIMIT 1"
 
+# The stored sizes of a batch's keys that hold an item (`_item_totals_change`).
+_SIZES_BY_KEYS = (
+    "SELECT k.column2, k.column3, i.size FROM (VALUES {values}) AS k"
+    " CROSS JOIN items AS i ON i.tid = ? AND i.h = k.column1 AND i.pk = k.column2 AND i.sk = k.column3"
+)
 
-@functools.lru_cache(maxsize=64)
-def _records_by_keys(size: int) -> str:
-    return _RECORDS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
+
+def _padded(count: int) -> int:
+    """A batched read's VALUES length for `count` keys: as it is under 8, else the multiple of 8 above (the list is
+    padded by repeating a key, which finds the same rows), so a few dozen statement texts serve every batch size
+    (sqlite3 caches prepared statements by text)."""
+    return count if count < 8 else -(-count // 8) * 8
 
 
-@functools.lru_cache(maxsize=64)
-def _items_by_keys(size: int) -> str:
-    return _ITEMS_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
+@functools.lru_cache(maxsize=256)
+def _by_keys(template: str, size: int) -> str:
+    """`template` (one of the *_BY_KEYS reads) with a VALUES list of `size` (h, pk, sk) rows."""
+    return template.format(values=",".join(["(?, ?, ?)"] * size))
+
+
+def _rows_by_keys(db: sqlite3.Connection, template: str, keys: list[tuple[int, bytes, bytes]], tail: tuple):
+    """The rows of a *_BY_KEYS read for `keys` ((h, pk, sk) each; `tail` binds the statement's table ids), a chunk
+    of _KEYS_PER_QUERY at a time. The keys are a VALUES list joined to the tables' primary keys: a row-value IN
+    would scan the whole table."""
+    for start in range(0, len(keys), _KEYS_PER_QUERY):
+        chunk = keys[start : start + _KEYS_PER_QUERY]
+        size = _padded(len(chunk))
+        args: list = []
+        for key in chunk:
+            args += key
+        args += args[-3:] * (size - len(chunk))
+        args += tail
+        yield from db.execute(_by_keys(template, size), args)
 
 
 ITEM_TOTALS = "item_totals"  # each table's item count and bytes (running_totals.py)
@@ -181,25 +205,6 @@ _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) 
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?)"
 _DELETE_TOMBSTONE = "DELETE FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
-
-
-# The stored sizes of a batch's keys that hold an item (`_item_totals_change`).
-_SIZES_BY_KEYS = (
-    "SELECT k.column2, k.column3, i.size FROM (VALUES {values}) AS k"
-    " CROSS JOIN items AS i ON i.tid = ? AND i.h = k.column1 AND i.pk = k.column2 AND i.sk = k.column3"
-)
-
-
-@functools.lru_cache(maxsize=64)
-def _sizes_by_keys(size: int) -> str:
-    return _SIZES_BY_KEYS.format(values=",".join(["(?, ?, ?)"] * size))
-
-
-def _padded(count: int) -> int:
-    """A batched read's VALUES length for `count` keys: as it is under 8, else the multiple of 8 above (the list is
-    padded by repeating a key, which finds the same rows), so a few dozen statement texts serve every batch size
-    (sqlite3 caches prepared statements by text)."""
-    return count if count < 8 else -(-count // 8) * 8
 
 
 def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
@@ -213,17 +218,8 @@ def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
             keys.setdefault(tid, {})[(h, pk, sk)] = None
     stored: dict[tuple[int, bytes, bytes], int] = {}
     for tid, wanted in keys.items():
-        listed = list(wanted)
-        for start in range(0, len(listed), _KEYS_PER_QUERY):
-            chunk = listed[start : start + _KEYS_PER_QUERY]
-            size = _padded(len(chunk))
-            args: list = []
-            for key in chunk:
-                args += key
-            args += args[-3:] * (size - len(chunk))
-            args.append(tid)
-            for pk, sk, stored_size in db.execute(_sizes_by_keys(size), args):
-                stored[(tid, pk, sk)] = stored_size
+        for pk, sk, stored_size in _rows_by_keys(db, _SIZES_BY_KEYS, list(wanted), (tid,)):
+            stored[(tid, pk, sk)] = stored_size
     totals: dict[int, list[int]] = {}
     for tid, _h, pk, sk, size, old in changes:
         key = (tid, pk, sk)
@@ -536,25 +532,15 @@ class SqliteStore:
         loads = orjson.loads
         db = self.db
         if db.execute(_HAS_TOMBSTONES, (tid,)).fetchone() is None:  # one seek, then none per key for tombstones
-            query, tail = _items_by_keys, (tid,)
+            template, tail = _ITEMS_BY_KEYS, (tid,)
         else:
-            query, tail = _records_by_keys, (tid, tid)
-        for start in range(0, len(keys), _KEYS_PER_QUERY):
-            chunk = keys[start : start + _KEYS_PER_QUERY]
-            # The keys are a VALUES list joined to both tables' primary keys (a row-value IN would scan the whole
-            # table). The list is padded to a multiple of 8 by repeating a key, so a few dozen statement texts serve
-            # every batch size (sqlite3 caches prepared statements by text); a repeated key finds the same rows.
-            size = -(-len(chunk) // 8) * 8
-            args: list = []
-            for pk, sk in chunk:
-                args += (partition_hash(pk), pk, sk)
-            args += args[-3:] * (size - len(chunk))
-            args += tail
-            for pk, sk, item, version, tombstone, stored_size in db.execute(query(size), args):
-                if item is not None:
-                    found[(pk, sk)] = (loads(item), version, False, stored_size)
-                elif tombstone is not None:
-                    found[(pk, sk)] = (None, tombstone, True, None)
+            template, tail = _RECORDS_BY_KEYS, (tid, tid)
+        rows = _rows_by_keys(db, template, [(partition_hash(pk), pk, sk) for pk, sk in keys], tail)
+        for pk, sk, item, version, tombstone, stored_size in rows:
+            if item is not None:
+                found[(pk, sk)] = (loads(item), version, False, stored_size)
+            elif tombstone is not None:
+                found[(pk, sk)] = (None, tombstone, True, None)
         return found
 
     def table_id(self, table: str) -> int:
