@@ -84,12 +84,13 @@ def _operation_of(request: dict) -> str:
 
 def test_handle_many_refuses_operations_it_cannot_phase(make_store) -> None:
     with pytest.raises(ValueError, match="GetItem"):
-        global_engine(make_store()).handle_many("Query", [])
+        global_engine(make_store()).handle_many("Scan", [])
 
 
 # ------------------------------------------------------------------------------------ execute_many (a loop turn)
 
 READ_TABLE = "Reads"
+RANGE_TABLE = "Ranges"
 
 
 def capacity_engine(store) -> tuple[Engine, ManualClock]:
@@ -108,6 +109,20 @@ def capacity_engine(store) -> tuple[Engine, ManualClock]:
     )
     for n in range(6):
         engine.handle("PutItem", {"TableName": READ_TABLE, "Item": {"pk": {"S": f"k{n}"}, "n": {"N": str(n)}}})
+    engine.handle(
+        "CreateTable",
+        {
+            "TableName": RANGE_TABLE,
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            "AttributeDefinitions": [
+                {"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"},
+            ],
+            "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 1000},
+        },
+    )  # fmt: skip
+    for n in range(30):
+        item = {"pk": {"S": f"p{n % 3}"}, "sk": {"N": str(n)}, "n": {"N": str(n % 4)}}
+        engine.handle("PutItem", {"TableName": RANGE_TABLE, "Item": item})
     return engine, clock
 
 
@@ -128,6 +143,42 @@ def random_read(rng: random.Random) -> dict:
         request["TableName"] = "Missing"  # a ResourceNotFoundException in the first phase
     elif roll < 0.5:
         request["ProjectionExpression"] = "#undefined"  # an expression error in the first phase
+    return request
+
+
+def random_query(rng: random.Random) -> dict:
+    """A Query of one of a few item collections (one empty), with sort-key conditions, limits, filters, projections
+    and start keys, sometimes malformed."""
+    request: dict = {
+        "TableName": RANGE_TABLE,
+        "KeyConditionExpression": "pk = :p",
+        "ExpressionAttributeValues": {":p": {"S": f"p{rng.randrange(4)}"}},
+    }
+    roll = rng.random()
+    if roll < 0.2:
+        request["KeyConditionExpression"] += " AND sk BETWEEN :lo AND :hi"
+        request["ExpressionAttributeValues"].update({":lo": {"N": str(rng.randrange(10))}, ":hi": {"N": "20"}})
+    elif roll < 0.3:
+        request["FilterExpression"] = "n = :n"
+        request["ExpressionAttributeValues"][":n"] = {"N": "1"}
+    elif roll < 0.4:
+        request["ProjectionExpression"] = "sk"
+    elif roll < 0.5:
+        request["ExclusiveStartKey"] = {"pk": request["ExpressionAttributeValues"][":p"], "sk": {"N": "6"}}
+    elif roll < 0.55:
+        request["ExclusiveStartKey"] = {"pk": {"S": "elsewhere"}, "sk": {"N": "6"}}  # outside the range read
+    elif roll < 0.6:
+        request["KeyConditionExpression"] = "sk = :p"  # no partition key condition
+    elif roll < 0.65:
+        del request["ExpressionAttributeValues"]  # an undefined :p
+    elif roll < 0.7:
+        request["ReturnConsumedCapacity"] = "INDEXES"
+    if rng.random() < 0.4:
+        request["Limit"] = rng.randint(1, 6)
+    if rng.random() < 0.3:
+        request["ScanIndexForward"] = False
+    if rng.random() < 0.2:
+        request["ConsistentRead"] = True
     return request
 
 
@@ -164,6 +215,31 @@ def test_execute_many_reads_match_one_execute_per_request(make_store, seed: int)
     assert throttled > 0, "the batches must reach the table's limit, or the charges' order is not tested"
     counts = [engine.throughput.tables[READ_TABLE].throttled_requests for engine in (one_by_one, phased)]
     assert counts[0] == counts[1] and counts[0].get("GetItem") == throttled
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_execute_many_queries_match_one_execute_per_request(make_store, seed: int) -> None:
+    """Queries of one turn, checked together and then read: the same pages, errors and throttles as one `execute`
+    per request, in order."""
+    rng = random.Random(seed)
+    (one_by_one, clock_a), (phased, clock_b) = capacity_engine(make_store()), capacity_engine(make_store())
+    kinds = set()
+    for _round in range(25):
+        batch = [random_query(rng) for _ in range(rng.randint(1, 20))]
+        expected = []
+        for request in batch:
+            try:
+                response, version = one_by_one.execute("Query", request, encoded=True)
+            except DynamoError as error:
+                response, version = error, None
+            expected.append((read_outcome(response), version))
+        got = [(read_outcome(response), version) for response, version in phased.execute_many("Query", batch, True)]
+        assert got == expected
+        kinds.update(result[0] if type(result) is tuple else "page" for result, _v in got)
+        step = rng.choice([0.0, 0.1, 1.0])
+        clock_a.advance(step)
+        clock_b.advance(step)
+    assert {"page", "ValidationException", "ProvisionedThroughputExceededException"} <= kinds
 
 
 def test_execute_many_answers_a_failing_request_alone(make_store, monkeypatch) -> None:

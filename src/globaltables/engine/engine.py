@@ -61,7 +61,7 @@ DYNAMODB_OPERATIONS = frozenset(
 # The reads whose handlers take `encoded=True` (`Engine.execute`): they answer whole items as their stored JSON.
 ENCODED_READS = frozenset({"GetItem", "Query"})
 # The operations `execute_many` runs phase by phase (phased.py).
-PHASED_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
+PHASED_OPERATIONS = frozenset({"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"})
 
 # PartiQL (engine/partiql/): a strong-mode region routes these itself, one item operation at a time.
 PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
@@ -181,7 +181,7 @@ class Engine:
             self.throughput = throughput
 
     def handle_many(self, operation: str, requests: list[Any]) -> list[tuple[dict | DynamoError, str | None]]:
-        """Independent PutItem, UpdateItem, DeleteItem or GetItem requests, checked together and then executed in
+        """Independent PutItem, UpdateItem, DeleteItem, GetItem or Query requests, checked together and then executed in
         order (phased.py): per request, its response or DynamoError and the version it read or wrote, exactly as one
         `execute` call per request would have given them."""
         return phased.handle_many(self, operation, requests)

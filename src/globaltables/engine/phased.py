@@ -5,7 +5,7 @@ read-check-apply-commit (`read_modify_write.execute`); alternating them request 
 the processor's caches to make room for the other. A simulator that issues hundreds of client writes at one
 virtual instant validates them all first, then executes them in order: about a quarter less time per write
 (bench/sim_throughput.py). A region's HTTP front does the same with the requests of one event-loop turn
-(region/group_commit.py): the GetItems that arrive together are all checked, then all read, so the read and the
+(region/group_commit.py): the GetItems (or Queries) that arrive together are all checked, then all read, so the read and the
 capacity charge after it run with their code and data still in the caches.
 
 Same outcome as one `Engine.handle` call per request, in order: `prepare` (a GetItem's `check`) reads nothing an
@@ -21,12 +21,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import DynamoError, SerializationException
-from .operations import get_item
+from .operations import get_item, query
 from .operations.read_modify_write import execute
 from .operations.write_preparers import PREPARE
 
 if TYPE_CHECKING:
     from .engine import Engine
+
+# The reads with phases: each module's `check` (every check, no read) and `read` (the read of a checked request).
+READERS = {"GetItem": get_item, "Query": query}
 
 Result = tuple[dict | Exception, str | None]  # (response or error, the version the request read or wrote)
 
@@ -36,11 +39,13 @@ def handle_many(
 ) -> list[Result]:
     """`encoded`: the caller only serialises the responses (GetItem may answer whole items as stored JSON,
     Engine.execute); the item writes answer the same either way."""
-    reading = operation == "GetItem"
-    prepare = get_item.check if reading else PREPARE.get(operation)
+    reader = READERS.get(operation)
+    reading = reader is not None
+    prepare = reader.check if reader is not None else PREPARE.get(operation)
     if prepare is None:
-        raise ValueError(f"handle_many takes GetItem, {', '.join(sorted(PREPARE))}, not {operation}")
-    read = get_item.read
+        raise ValueError(f"handle_many takes {', '.join(sorted([*READERS, *PREPARE]))}, not {operation}")
+    read = reader.read if reader is not None else None
+    versioned = operation == "GetItem"  # a Query's page reports no item version
     failures = Exception if contain else DynamoError
     prepared: list[Any] = []
     for request in requests:
@@ -57,7 +62,12 @@ def handle_many(
             results.append((ready.error, None))
             continue
         try:
-            results.append(read(engine, request, ready, encoded) if reading else execute(engine, ready))
+            if not reading:
+                results.append(execute(engine, ready))
+            elif versioned:
+                results.append(read(engine, request, ready, encoded))  # type: ignore[misc]
+            else:
+                results.append((read(engine, request, ready, encoded), None))  # type: ignore[misc]
         except failures as error:
             results.append((error, None))  # a refused request wrote nothing and reports no version
             if throughput is not None and throughput.throttled:  # as Engine.execute counts it

@@ -27,7 +27,7 @@ Theory of operation (the host side of the engine's group commit, engine/engine.p
    skip the savepoint's page copies (storage/sqlite_store.py rule 5), and if any of them fails the group is rolled
    back and the work fails, nothing of it having taken effect.
 6. Work of one `batch` (the HTTP requests of one phased DynamoDB operation, `PHASED_TARGETS`) that follows one
-   another in the queue runs together, through `run_many`: a run of GetItems, or of PutItems, is checked as a whole,
+   another in the queue runs together, through `run_many`: a run of GetItems, Queries or PutItems is checked as a whole,
    then executed request by request in arrival order (engine/phased.py), each answered as it would have been alone.
    Why: a request's code runs once per request, each time with the processor's caches and branch history full of
    the rest of that request; a dozen of them phase by phase run each stretch a dozen times in a row. That is also
@@ -51,7 +51,8 @@ GROUPED_TARGETS = frozenset(
 )
 # The HTTP requests run in batches of their operation (rule 6): X-Amz-Target -> operation (engine's PHASED_OPERATIONS).
 PHASED_TARGETS = {
-    f"DynamoDB_20120810.{operation}": operation for operation in ("GetItem", "PutItem", "UpdateItem", "DeleteItem")
+    f"DynamoDB_20120810.{operation}": operation
+    for operation in ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
 }
 
 
