@@ -5,8 +5,8 @@ read-check-apply-commit (`read_modify_write.execute`); alternating them request 
 the processor's caches to make room for the other. A simulator that issues hundreds of client writes at one
 virtual instant validates them all first, then executes them in order: about a quarter less time per write
 (bench/sim_throughput.py). A region's HTTP front does the same with the requests of one event-loop turn
-(region/group_commit.py): the GetItems (or Queries) that arrive together are all checked, then all read, so the read and the
-capacity charge after it run with their code and data still in the caches.
+(region/group_commit.py): the GetItems (or Queries) that arrive together are all checked, then all read, so the
+read and the capacity charge after it run with their code and data still in the caches.
 
 Same outcome as one `Engine.handle` call per request, in order: `prepare` (a GetItem's `check`) reads nothing an
 item write can change (the table's definition, the request itself), and every read, condition, charge, version and

@@ -34,11 +34,11 @@ Theory of operation
    cannot start a POST (a TLS handshake, the HTTP/2 preface) is handed over at once, not after 8 KiB.
 4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
 5. Group commit (group_commit.py): with a committer, a write request (`GROUPED_TARGETS`) is queued to it rather
-   than answered inline, and so is a GetItem or Query (`PHASED_TARGETS`: the committer runs the like requests of a loop turn
-   phase by phase, its rule 6), and any request while the committer has work queued (a connection's answers stay
-   in its requests' order, and a read waits for the writes before it to be durable); the answer is written when
-   the committer delivers it. A connection with answers still owed is not handed to aiohttp until they are written.
-   (Strong-mode regions have no committer: their requests wait as rule 1 says.)
+   than answered inline, and so is a GetItem or Query (`PHASED_TARGETS`: the committer runs the like requests of a
+   loop turn phase by phase, its rule 6), and any request while the committer has work queued (a connection's
+   answers stay in its requests' order, and a read waits for the writes before it to be durable); the answer is
+   written when the committer delivers it. A connection with answers still owed is not handed to aiohttp until they
+   are written. (Strong-mode regions have no committer: their requests wait as rule 1 says.)
 6. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
    of the region's server lifetime); `close` (at shutdown) closes every connection still here. A strong-mode request
    still waiting then loses its connection, as its client would through aiohttp; its write goes on being resolved.
