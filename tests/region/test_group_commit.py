@@ -74,13 +74,17 @@ def stored(engine: Engine, key: str) -> bool:
 
 
 class Recorded:
-    """A work item recording what happened to it in a shared event list."""
+    """A work item recording what happened to it in a shared event list; with `batch`, the committer may run it
+    with the like items after it, through `run_many`, recorded as one event naming them all."""
 
     whole = False
 
-    def __init__(self, events: list, engine: Engine, name: str, operation: str, request: dict, grouped: bool):
+    def __init__(
+        self, events: list, engine: Engine, name: str, operation: str, request: dict, grouped: bool,
+        batch: str | None = None,
+    ):  # fmt: skip
         self.events, self.engine, self.name = events, engine, name
-        self.operation, self.request, self.grouped = operation, request, grouped
+        self.operation, self.request, self.grouped, self.batch = operation, request, grouped, batch
         self.outcome: object = None
 
     def run(self):
@@ -89,6 +93,10 @@ class Recorded:
             return self.engine.handle(self.operation, self.request)
         except Exception as error:  # noqa: BLE001 - the answer of a failing request
             return error
+
+    def run_many(self, works: list) -> list:
+        self.events.append(("run_many", tuple(work.name for work in works)))
+        return [response for response, _version in self.engine.execute_many(self.operation, [w.request for w in works])]
 
     def deliver(self, result) -> None:
         self.events.append(("deliver", self.name))
@@ -107,6 +115,16 @@ def put(events, engine, name: str, **extra) -> Recorded:
 def get(events, engine, name: str, key: str) -> Recorded:
     request = {"TableName": TABLE, "Key": {"pk": {"S": key}}}
     return Recorded(events, engine, name, "GetItem", request, grouped=False)
+
+
+def batched_put(events, engine, name: str, **extra) -> Recorded:
+    request = {"TableName": TABLE, "Item": {"pk": {"S": name}}, **extra}
+    return Recorded(events, engine, name, "PutItem", request, grouped=True, batch="PutItem")
+
+
+def batched_get(events, engine, name: str, key: str) -> Recorded:
+    request = {"TableName": TABLE, "Key": {"pk": {"S": key}}}
+    return Recorded(events, engine, name, "GetItem", request, grouped=False, batch="GetItem")
 
 
 def run_turn(committer: GroupCommit, *works) -> None:
@@ -377,3 +395,52 @@ def test_a_group_without_savepoints_commits_whole_or_not_at_all(engine):
         engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
     engine.commit_group()
     assert durable(engine, "four") and durable(engine, "one")
+
+
+# ---------------------------------------------------------------------------------------- batches (rule 6)
+
+
+def test_like_requests_that_follow_one_another_run_as_one_batch(engine):
+    """A run of batched work of one operation runs through one `run_many`; other work, or work of another batch,
+    ends the run. Writes of a batch are held until their group commits, reads answered once their batch ran (after
+    the writes before them are durable), every answer in its place."""
+    events: list = []
+    committer = GroupCommit(engine)
+    engine.add_commit_listener(lambda result: events.append(("committed", len(result.writes))))
+    works = [
+        batched_put(events, engine, "a"), batched_put(events, engine, "b"), batched_put(events, engine, "c"),
+        batched_get(events, engine, "read-a", "a"), batched_get(events, engine, "read-z", "z"),
+        get(events, engine, "plain-read", "b"),
+        batched_get(events, engine, "read-b", "b"),
+        batched_put(events, engine, "d"), put(events, engine, "e"), batched_put(events, engine, "f"),
+    ]  # fmt: skip
+    run_turn(committer, *works)
+    runs = [event for event in events if event[0] in ("run", "run_many")]
+    assert runs == [
+        ("run_many", ("a", "b", "c")), ("run_many", ("read-a", "read-z")), ("run", "plain-read"), ("run", "read-b"),
+        ("run", "d"), ("run", "e"), ("run", "f"),
+    ]  # fmt: skip
+    # The first three writes are durable before the reads after them run, and answered only then.
+    first_reads = events.index(("run_many", ("read-a", "read-z")))
+    assert ("deliver", "a") in events[:first_reads] and ("committed", 1) in events[:first_reads]
+    assert works[3].outcome["Item"]["pk"] == {"S": "a"} and "Item" not in works[4].outcome
+    assert works[5].outcome["Item"]["pk"] == {"S": "b"} and works[6].outcome["Item"]["pk"] == {"S": "b"}
+    assert all(stored(engine, key) for key in "abcdef")
+    assert all(work.outcome == {} for work in works if work.operation == "PutItem")
+
+
+def test_a_batch_whose_group_cannot_commit_fails_whole(engine):
+    """The writes of a batch are grouped work like any other: a failed commit fails each of them (rule 3), and
+    nothing of them is stored."""
+    events: list = []
+    committer = GroupCommit(engine)
+    failing = Failing(engine.store.db)
+    engine.store.db = failing
+    works = [batched_put(events, engine, name) for name in ("a", "b", "c")]
+    failing.armed = True
+    run_turn(committer, *works)
+    failing.armed = False
+    assert ("run_many", ("a", "b", "c")) in events
+    assert [work.outcome for work in works] == ["failed"] * 3
+    assert committer.failed_groups == 1
+    assert not any(stored(engine, key) for key in "abc")

@@ -185,3 +185,56 @@ def test_writes_queued_for_group_commit_keep_the_connections_order(region_endpoi
     assert orjson.loads(got) == {"Item": item}
     assert health.startswith(b"healthy: ")
     assert orjson.loads(deleted) == {"Attributes": item}
+
+
+def test_like_requests_of_one_turn_are_answered_as_one_by_one(region_endpoint, wire, unique_table_name):
+    """PutItems, then GetItems, pipelined in one packet reach the committer in one loop turn and run as batches
+    (region/group_commit.py rule 6: each phase for all of them); their answers, failures included, are those the
+    same requests get sent one at a time, in order."""
+    from region_process import make_client
+
+    client = make_client(region_endpoint)
+    tables = [unique_table_name("batched"), unique_table_name("single")]
+    for table in tables:
+        client.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    for table in tables:
+        client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50})
+
+    def requests_for(table: str) -> list[bytes]:
+        items = [{"pk": {"S": f"k{n}"}, "n": {"N": str(n)}} for n in range(4)]
+        puts = [orjson.dumps({"TableName": table, "Item": item}) for item in items]
+        puts.insert(2, orjson.dumps({"TableName": table, "Item": {"n": {"N": "9"}}}))  # no key: ValidationException
+        puts.insert(3, b"{not json")  # SerializationException
+        gets = [orjson.dumps({"TableName": table, "Key": {"pk": {"S": f"k{n}"}}}) for n in range(5)]  # k4: absent
+        gets.insert(1, orjson.dumps({"TableName": table, "Key": {"pk": {"S": "k1"}}, "ProjectionExpression": "#x"}))
+        gets.insert(3, orjson.dumps({"TableName": table, "Key": {"pk": {"S": "k2"}}, "ConsistentRead": True,
+                                     "ReturnConsumedCapacity": "TOTAL"}))  # fmt: skip
+        return [request("PutItem", body) for body in puts] + [request("GetItem", body) for body in gets]
+
+    batched = requests_for(tables[0])
+    wire.send(b"".join(batched))
+    together = wire.answers(len(batched))
+    alone = []
+    single = Wire(region_endpoint)
+    try:
+        for data in requests_for(tables[1]):
+            single.send(data)
+            alone.extend(single.answers(1))
+    finally:
+        single.close()
+
+    def comparable(answer, table: str):
+        status, headers, body = answer
+        text = body.decode().replace(table, "TABLE")
+        return status, headers.get("x-amzn-errortype"), orjson.loads(text) if text else None
+
+    assert [comparable(a, tables[0]) for a in together] == [comparable(a, tables[1]) for a in alone]
+    statuses = [status for status, _, _ in together]
+    assert statuses.count(400) == 3 and statuses.count(200) == len(batched) - 3
+    assert orjson.loads(together[-2][2]) == {"Item": {"pk": {"S": "k3"}, "n": {"N": "3"}}}
+    assert len({headers["x-amzn-requestid"] for _, headers, _ in together}) == len(batched)

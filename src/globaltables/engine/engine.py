@@ -32,7 +32,7 @@ from typing import Any
 
 from ..runtime.clock import Clock
 from ..runtime.ids import IdSource, random_ids
-from . import streams, table_arns
+from . import phased, streams, table_arns
 from .answer import Answer
 from .change_log import DEFAULT_RETENTION_S, ChangeLog
 from .commit import NOTHING, CommitListener, CommitResult, GroupCommitFailed
@@ -60,6 +60,8 @@ DYNAMODB_OPERATIONS = frozenset(
 
 # The reads whose handlers take `encoded=True` (`Engine.execute`): they answer whole items as their stored JSON.
 ENCODED_READS = frozenset({"GetItem", "Query"})
+# The operations `execute_many` runs phase by phase (phased.py).
+PHASED_OPERATIONS = frozenset({"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"})
 
 # PartiQL (engine/partiql/): a strong-mode region routes these itself, one item operation at a time.
 PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
@@ -179,12 +181,28 @@ class Engine:
             self.throughput = throughput
 
     def handle_many(self, operation: str, requests: list[Any]) -> list[tuple[dict | DynamoError, str | None]]:
-        """Independent PutItem, UpdateItem or DeleteItem requests, validated together and then executed in order
-        (phased.py): per request, its response or DynamoError and the version it read or wrote, exactly as one
+        """Independent PutItem, UpdateItem, DeleteItem, GetItem or Query requests, checked together and then executed in
+        order (phased.py): per request, its response or DynamoError and the version it read or wrote, exactly as one
         `execute` call per request would have given them."""
-        from .phased import handle_many
+        return phased.handle_many(self, operation, requests)
 
-        return handle_many(self, operation, requests)
+    def execute_many(self, operation: str, requests: list[Any], encoded: bool = False) -> list[tuple[Any, str | None]]:
+        """`execute` for independent requests of one operation, in order (the requests of one event-loop turn,
+        region/group_commit.py): per request, its response, or the exception it failed with (a DynamoError, or
+        any other for a bug, which fails that request alone), and the version it read or wrote. Phase by phase
+        (phased.py) when the operation has phases (`PHASED_OPERATIONS`) and each request names its table by name;
+        otherwise one `execute` after the other."""
+        if operation in PHASED_OPERATIONS and all(
+            type(request) is dict and not is_arn(request.get("TableName")) for request in requests
+        ):
+            return phased.handle_many(self, operation, requests, encoded=encoded, contain=True)
+        results: list[tuple[Any, str | None]] = []
+        for request in requests:
+            try:
+                results.append(self.execute(operation, request, encoded))
+            except Exception as error:  # noqa: BLE001 (a failure, DynamoError or not, is that request's answer)
+                results.append((error, None))
+        return results
 
     def handler(self, operation: str) -> Handler:
         handler = self._handlers.get(operation)

@@ -46,6 +46,9 @@ DYNAMODB_ANSWER = web.AppKey("dynamodb_answer", object)
 # done) -> None, and `done(status, body, response headers)` once answered, so the HTTP front serves those regions
 # too, without a task per request.
 DYNAMODB_ANSWER_SOON = web.AppKey("dynamodb_answer_soon", object)
+# The answers to several accepted POSTs of one DynamoDB operation, (operation, [(headers, body, media type)]) ->
+# [(status, body, headers)]: the group committer's batches of one loop turn (group_commit.py), phase by phase.
+DYNAMODB_ANSWER_MANY = web.AppKey("dynamodb_answer_many", object)
 # (headers, media type) -> the framed InternalServerError answer of a write whose group commit failed (group_commit.py).
 FAILED_ANSWER = web.AppKey("failed_answer", object)
 
@@ -217,6 +220,27 @@ def make_app(
         status, body = await answer_async(headers, query_string, request_body, path, raw)
         return finish(headers, status, body, content_type)
 
+    def answer_post_many(
+        operation: str, posts: list[tuple[Mapping[str, str], bytes, str]]
+    ) -> list[tuple[int, bytes, dict[str, str]]]:
+        """`answer_post` for POSTs to `/` of one DynamoDB `operation` (the requests of one loop turn: the group
+        committer's batches, region/group_commit.py), each given as (headers, body as sent, media type): their
+        answers in order, each as `answer_post` gives it (wire.answer_many)."""
+        answers: list[tuple[int, bytes, dict[str, str]] | None] = [None] * len(posts)
+        decoded: list[tuple[Mapping[str, str], bytes, bytes]] = []
+        placed: list[int] = []
+        for index, (headers, raw, content_type) in enumerate(posts):
+            try:
+                decoded.append((headers, decode_request_body(raw, headers.get("Content-Encoding")), raw))
+                placed.append(index)
+            except DynamoError as error:  # not decodable: nothing is executed
+                answers[index] = finish(headers, *wire.error_answer(error), content_type)
+        answered = wire.answer_many(engine, operation, decoded, signing)
+        for index, (status, body, version) in zip(placed, answered, strict=True):
+            headers, _raw, content_type = posts[index]
+            answers[index] = finish(headers, status, body, content_type, version)
+        return answers  # type: ignore[return-value]
+
     def answer_post_soon(
         headers: Mapping[str, str], raw: bytes, content_type: str, done: Callable[[int, bytes, dict[str, str]], None]
     ) -> None:
@@ -243,6 +267,7 @@ def make_app(
     app.router.add_route("*", "/{path:.*}", handle)
     # None: every request must be able to wait (strong mode); the front then answers through DYNAMODB_ANSWER_SOON.
     app[DYNAMODB_ANSWER] = answer_post if answer_async is None else None
+    app[DYNAMODB_ANSWER_MANY] = answer_post_many if answer_async is None else None
     app[DYNAMODB_ANSWER_SOON] = answer_post_soon if answer_soon is not None else None
     app[FAILED_ANSWER] = failed_answer
     app.cleanup_ctx.append(background_work)

@@ -26,6 +26,13 @@ Theory of operation (the host side of the engine's group commit, engine/engine.p
    opened without savepoints (the open group commits first; the work that follows starts another), so its writes
    skip the savepoint's page copies (storage/sqlite_store.py rule 5), and if any of them fails the group is rolled
    back and the work fails, nothing of it having taken effect.
+6. Work of one `batch` (the HTTP requests of one phased DynamoDB operation, `PHASED_TARGETS`) that follows one
+   another in the queue runs together, through `run_many`: a run of GetItems, Queries or PutItems is checked as a whole,
+   then executed request by request in arrival order (engine/phased.py), each answered as it would have been alone.
+   Why: a request's code runs once per request, each time with the processor's caches and branch history full of
+   the rest of that request; a dozen of them phase by phase run each stretch a dozen times in a row. That is also
+   why every request of those operations is queued here, even when nothing is waiting (http_front.py rule 5): the
+   ones its loop turn receives together are drained together.
 """
 
 from __future__ import annotations
@@ -42,14 +49,24 @@ log = logging.getLogger("globaltables.region")
 GROUPED_TARGETS = frozenset(
     f"DynamoDB_20120810.{operation}" for operation in ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
 )
+# The HTTP requests run in batches of their operation (rule 6): X-Amz-Target -> operation (engine's PHASED_OPERATIONS).
+PHASED_TARGETS = {
+    f"DynamoDB_20120810.{operation}": operation
+    for operation in ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+}
 
 
 class Work(Protocol):
     grouped: bool
     whole: bool  # its writes stand or fall together, in a group of their own (rule 5)
+    batch: str | None  # work of one batch that follows one another runs together through `run_many` (rule 6)
 
     def run(self) -> Any:
         """Do the work (inside the open group when `grouped`); what `deliver` gets. Must not raise."""
+
+    def run_many(self, works: list[Any]) -> list[Any]:
+        """Do `works` (this one first, all of its batch and kind) as `run` does each, in order; what each `deliver`
+        gets. Must not raise."""
 
     def deliver(self, result: Any) -> None:
         """Acknowledge: send the answer (after the group that holds the work committed)."""
@@ -91,7 +108,12 @@ class GroupCommit:
             while index < len(queue):
                 while index < len(queue):
                     work = queue[index]
-                    index += 1
+                    start, index = index, index + 1
+                    batch = work.batch
+                    if batch is not None:  # the run of its batch that follows it (rule 6)
+                        kind = type(work)
+                        while index < len(queue) and queue[index].batch == batch and type(queue[index]) is kind:
+                            index += 1
                     if work.grouped:
                         whole = work.whole
                         if whole and engine.grouping:
@@ -102,9 +124,14 @@ class GroupCommit:
                                 engine.begin_group(savepoints=not whole)
                             except Exception:  # the store cannot open a transaction: this work fails, alone
                                 log.exception("group commit could not begin")
+                                index = start + 1  # the rest of its run is tried again
                                 work.fail()
                                 continue
-                        held.append((work, work.run()))
+                        if index - start == 1:
+                            held.append((work, work.run()))
+                        else:
+                            works = queue[start:index]
+                            held.extend(zip(works, work.run_many(works), strict=True))
                         if whole:
                             committed, held = held, []
                             self._commit(committed)
@@ -112,7 +139,12 @@ class GroupCommit:
                         if engine.grouping:
                             committed, held = held, []
                             self._commit(committed)
-                        work.deliver(work.run())
+                        if index - start == 1:
+                            work.deliver(work.run())
+                        else:
+                            works = queue[start:index]
+                            for done, result in zip(works, work.run_many(works), strict=True):
+                                done.deliver(result)
                 if engine.grouping:
                     committed, held = held, []
                     self._commit(committed)

@@ -34,10 +34,11 @@ Theory of operation
    cannot start a POST (a TLS handshake, the HTTP/2 preface) is handed over at once, not after 8 KiB.
 4. Flow control: while the transport's write buffer is full, reading pauses and buffered requests wait.
 5. Group commit (group_commit.py): with a committer, a write request (`GROUPED_TARGETS`) is queued to it rather
-   than answered inline, and so is any request while the committer has work queued (a connection's answers stay
-   in its requests' order, and a read waits for the writes before it to be durable); the answer is written when
-   the committer delivers it. A connection with answers still owed is not handed to aiohttp until they are written.
-   (Strong-mode regions have no committer: their requests wait as rule 1 says.)
+   than answered inline, and so is a GetItem or Query (`PHASED_TARGETS`: the committer runs the like requests of a
+   loop turn phase by phase, its rule 6), and any request while the committer has work queued (a connection's
+   answers stay in its requests' order, and a read waits for the writes before it to be durable); the answer is
+   written when the committer delivers it. A connection with answers still owed is not handed to aiohttp until they
+   are written. (Strong-mode regions have no committer: their requests wait as rule 1 says.)
 6. Connections idle longer than aiohttp's keep-alive timeout are closed by a periodic sweep (`sweep_idle`, a task
    of the region's server lifetime); `close` (at shutdown) closes every connection still here. A strong-mode request
    still waiting then loses its connection, as its client would through aiohttp; its write goes on being resolved.
@@ -58,7 +59,7 @@ from aiohttp import web
 from aiohttp.http import SERVER_SOFTWARE
 
 from . import http_errors, wire
-from .group_commit import GROUPED_TARGETS, GroupCommit
+from .group_commit import GROUPED_TARGETS, PHASED_TARGETS, GroupCommit
 
 log = logging.getLogger("globaltables.region")
 
@@ -66,6 +67,8 @@ log = logging.getLogger("globaltables.region")
 Answer = Callable[[Mapping[str, str], bytes, str], tuple[int, bytes, dict[str, str]]]
 # (headers, body, media type, done) -> None, `done(status, body, response headers)` later: a strong region's answer.
 AnswerSoon = Callable[[Mapping[str, str], bytes, str, Callable[[int, bytes, dict[str, str]], None]], None]
+# (operation, [(headers, body, media type)]) -> their answers in order; app.py's answer to a committer's batch.
+AnswerMany = Callable[[str, list[tuple[Mapping[str, str], bytes, str]]], list[tuple[int, bytes, dict[str, str]]]]
 # (headers, media type) -> the framed InternalServerError answer of a request whose group commit failed.
 FailedAnswer = Callable[[Mapping[str, str], str], tuple[int, bytes, dict[str, str]]]
 
@@ -110,11 +113,13 @@ class HttpFront:
         *,
         committer: GroupCommit | None = None,
         failed_answer: FailedAnswer | None = None,
+        answer_many: AnswerMany | None = None,
     ) -> None:
         self.aiohttp_server = aiohttp_server
         self.aiohttp_handler = http_errors.handler_factory(aiohttp_server)  # a connection aiohttp serves
         self.answer = answer
         self.answer_soon = answer_soon
+        self.answer_many = answer_many  # None: each request is answered alone
         # Group commit serves synchronous answers only (a strong region's requests wait on their own).
         self.committer = committer if failed_answer is not None and answer is not None else None
         self.failed_answer = failed_answer
@@ -151,17 +156,31 @@ class HttpFront:
 
 
 class Queued:
-    """A request of a connection queued to the committer (group_commit.Work)."""
+    """A request of a connection queued to the committer (group_commit.Work); `batch`: its operation when the
+    committer may run it with the like requests queued after it (group_commit.py rule 6)."""
 
-    __slots__ = ("connection", "grouped", "headers", "media", "raw")
+    __slots__ = ("batch", "connection", "grouped", "headers", "media", "raw")
     whole = False  # one request: its write rolls back alone
 
-    def __init__(self, connection: FastConnection, headers: Headers, raw: bytes, media: str, grouped: bool) -> None:
+    def __init__(
+        self, connection: FastConnection, headers: Headers, raw: bytes, media: str, grouped: bool,
+        batch: str | None = None,
+    ) -> None:  # fmt: skip
         self.connection = connection
         self.headers = headers
         self.raw = raw
         self.media = media
         self.grouped = grouped
+        self.batch = batch
+
+    def run_many(self, works: list[Queued]) -> list[tuple[int, bytes, dict[str, str]]]:
+        front = self.connection.front
+        try:
+            posts = [(work.headers, work.raw, work.media) for work in works]
+            return front.answer_many(self.batch, posts)  # type: ignore[misc]
+        except Exception:  # a bug (each request's errors are its answer): a generic 500 each, the trace logged
+            log.exception("HTTP front failed to answer %d requests", len(works))
+            return [front.failed_answer(work.headers, work.media) for work in works]  # type: ignore[misc]
 
     def run(self) -> tuple[int, bytes, dict[str, str]]:
         front = self.connection.front
@@ -276,12 +295,15 @@ class FastConnection(asyncio.Protocol):
                 return
             raw = bytes(buffer[start:stop])
             del buffer[:stop]
-            committer = self.front.committer
+            front = self.front
+            committer = front.committer
             if committer is not None:
-                grouped = headers.get("x-amz-target") in GROUPED_TARGETS
-                if grouped or committer.busy:
+                target = headers.get("x-amz-target")
+                grouped = target in GROUPED_TARGETS
+                batch = PHASED_TARGETS.get(target) if front.answer_many is not None else None
+                if grouped or batch is not None or committer.busy:
                     self.owed += 1
-                    committer.submit(Queued(self, headers, raw, media, grouped))
+                    committer.submit(Queued(self, headers, raw, media, grouped, batch))
                     continue
             self._respond(headers, raw, media)
 

@@ -35,7 +35,15 @@ from ..engine.storage.sqlite_store import SqliteStore
 from ..runtime.clock import SystemClock
 from ..runtime.task_owner import task_owner
 from . import capacity_metrics
-from .app import DYNAMODB_ANSWER, DYNAMODB_ANSWER_SOON, FAILED_ANSWER, make_app, make_runner, metrics_route
+from .app import (
+    DYNAMODB_ANSWER,
+    DYNAMODB_ANSWER_MANY,
+    DYNAMODB_ANSWER_SOON,
+    FAILED_ANSWER,
+    make_app,
+    make_runner,
+    metrics_route,
+)
 from .group_commit import GroupCommit
 from .host_base import RegionHost
 from .http_front import HttpFront
@@ -161,7 +169,8 @@ async def serve_store(config: RegionConfig) -> None:
         # aiohttp server (http_front.py).
         assert runner.server is not None
         front = HttpFront(runner.server, app.get(DYNAMODB_ANSWER), app.get(DYNAMODB_ANSWER_SOON),
-                          committer=committer, failed_answer=app.get(FAILED_ANSWER))  # fmt: skip
+                          committer=committer, failed_answer=app.get(FAILED_ANSWER),
+                          answer_many=app.get(DYNAMODB_ANSWER_MANY))  # fmt: skip
         # What start-up built (modules, tables, the app) lives as long as the process: out of the collector's sight.
         gc.collect()
         gc.freeze()

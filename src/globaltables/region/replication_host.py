@@ -304,6 +304,7 @@ class InboxWork:
     __slots__ = ("host",)
     grouped = True
     whole = True
+    batch = None  # alone: nothing to phase
 
     def __init__(self, host: ReplicationHost) -> None:
         self.host = host

@@ -258,6 +258,45 @@ def answer(
         return 500, INTERNAL_ERROR_BODY, None
 
 
+def answer_many(
+    engine: Any, operation: str, posts: list[tuple[Mapping[str, str], bytes, bytes]], signing: Any = None
+) -> list[tuple[int, bytes, str | None]]:
+    """`answer` for POSTs to `/` with no query string whose target is DynamoDB's `operation` (the requests of one
+    event-loop turn, region/group_commit.py), each given as (headers, JSON body, bytes as sent). The same steps in
+    the same order per request, but each step for every request before the next (the engine's phases too,
+    `Engine.execute_many`); the answers are those `answer` gives one by one, in order. Never raises."""
+    answers: list[tuple[int, bytes, str | None] | None] = [None] * len(posts)
+    requests: list[Any] = []
+    placed: list[int] = []
+    for index, (headers, raw, signed) in enumerate(posts):
+        try:
+            request = decode_body(raw)
+            authenticate(headers, "", signed, signing)
+        except DynamoError as error:
+            answers[index] = (*error_answer(error), None)
+            continue
+        except Exception:
+            log.exception("internal error answering %s", headers.get("X-Amz-Target"))
+            answers[index] = (500, INTERNAL_ERROR_BODY, None)
+            continue
+        requests.append(request)
+        placed.append(index)
+    if requests:
+        for index, (response, version) in zip(placed, engine.execute_many(operation, requests, True), strict=True):
+            if isinstance(response, DynamoError):
+                answers[index] = (*error_answer(response), None)
+            elif isinstance(response, Exception):
+                log.error("internal error answering %s", operation, exc_info=response)
+                answers[index] = (500, INTERNAL_ERROR_BODY, None)
+            else:
+                try:
+                    answers[index] = (200, success_body(operation, response), version)
+                except Exception:
+                    log.exception("internal error answering %s", operation)
+                    answers[index] = (500, INTERNAL_ERROR_BODY, None)
+    return answers  # type: ignore[return-value]
+
+
 # Operations whose success DynamoDB answers with an empty body (HTTP 200, Content-Length 0), not "{}".
 EMPTY_BODY_OPERATIONS = frozenset({"TagResource", "UntagResource"})
 

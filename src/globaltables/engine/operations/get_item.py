@@ -52,7 +52,12 @@ def check(engine, request: dict) -> tuple:
 def handle(engine, request: dict, encoded: bool = False) -> Answer:
     """`encoded`: the caller only serialises the answer (engine.py `Engine.execute`), so a whole item may be
     answered as its stored JSON (storage/records.py, raw reads)."""
-    table, pk, sk, _key, paths = check(engine, request)
+    return read(engine, request, check(engine, request), encoded)
+
+
+def read(engine, request: dict, checked: tuple, encoded: bool = False) -> Answer:
+    """The read of a GetItem `check` passed (`checked`: what it returned): the item, charged to the table."""
+    table, pk, sk, _key, paths = checked
     version = None
     throughput = engine.throughput
     size = -1  # not known yet

@@ -102,6 +102,11 @@ def key_bounds(key_schema, condition) -> tuple[bytes, tuple[bytes, bool] | None,
 def handle(engine, request: dict, encoded: bool = False) -> dict:
     """`encoded`: the caller only serialises the answer (engine.py `Engine.execute`), so whole items may be
     answered as their stored JSON (storage/records.py, raw reads)."""
+    return read(engine, request, check(engine, request), encoded)
+
+
+def check(engine, request: dict) -> tuple:
+    """Every check of a Query, without reading: what `read` needs (the phases of engine/phased.py)."""
     check_request(request, FIELDS)
     legacy.check_fields(request, legacy.QUERY_FIELDS)
     table = engine.table(request["TableName"])
@@ -128,8 +133,7 @@ def handle(engine, request: dict, encoded: bool = False) -> dict:
     forward = request.get("ScanIndexForward", True)
     if index is not None:
         start = index.query_start(request.get("ExclusiveStartKey"), condition, pk, lower, upper)
-        rows = index.query(pk, lower, upper, forward, start)
-        return read_page(rows, plan, table.name, index.last_key, index, engine.throughput, partition_hash(pk), pk)
+        return table, index, plan, pk, lower, upper, forward, start
     start_after = None
     if request.get("ExclusiveStartKey") is not None:
         start_pk, start_sk, _ = _start_key(table, request["ExclusiveStartKey"])
@@ -138,9 +142,18 @@ def handle(engine, request: dict, encoded: bool = False) -> dict:
             raise ValidationException(HASH_ONLY_START_KEY)
         check_query_start(condition.sort_op is not None, pk, lower, upper, start_pk, start_sk)
         start_after = start_sk
+    return table, None, plan, pk, lower, upper, forward, start_after
+
+
+def read(engine, request: dict, checked: tuple, encoded: bool = False) -> dict:
+    """The page of a Query `check` passed (`checked`: what it returned), charged to the table or index."""
+    table, index, plan, pk, lower, upper, forward, start = checked
+    if index is not None:
+        rows = index.query(pk, lower, upper, forward, start)
+        return read_page(rows, plan, table.name, index.last_key, index, engine.throughput, partition_hash(pk), pk)
     # Items that are neither filtered nor projected are only serialised: read as stored, never decoded.
     raw = encoded and plan.filter is None and plan.projection is None
-    rows = engine.store.query(table.name, pk, lower, upper, forward, start_after, raw)
+    rows = engine.store.query(table.name, pk, lower, upper, forward, start, raw)
     key_of = table.key.key_of
     last_key = (lambda row: key_of(orjson.loads(row.item))) if raw else (lambda row: key_of(row.item))
     page = read_page(rows, plan, table.name, last_key, None, engine.throughput, partition_hash(pk), pk)
