@@ -233,7 +233,8 @@ def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
     """Per table id, [items, bytes] the batch's item rows add (negative: remove). `changes` are (tid, h, pk, sk, new
     size or None for a delete, the replaced row's size: `ItemWrite.old_size`) in the batch's order. Where the writer
     did not give the replaced row's size, it is read (one batched read of the rows stored before the batch); then
-    the changes are followed one by one, so a key written twice in the batch counts as its last write left it."""
+    the changes are followed one by one, so a key written twice in the batch counts as its last write left it.
+    When every change gives its replaced size (a replicated batch), nothing is read and no key needs following."""
     keys: dict[int, dict[tuple[int, bytes, bytes], None]] = {}
     for tid, h, pk, sk, _size, old_size in changes:
         if old_size is UNKNOWN:
@@ -242,13 +243,17 @@ def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
     for tid, wanted in keys.items():
         for pk, sk, stored_size in _rows_by_keys(db, _SIZES_BY_KEYS, list(wanted), (tid,)):
             stored[(tid, pk, sk)] = stored_size
+    follow = bool(keys)
     totals: dict[int, list[int]] = {}
     for tid, _h, pk, sk, size, old in changes:
-        key = (tid, pk, sk)
-        if old is UNKNOWN:
-            old = stored.get(key)  # as stored before the batch, or as a write before this one in it left it
-        if size is None:
-            stored.pop(key, None)
+        if follow:
+            key = (tid, pk, sk)
+            if old is UNKNOWN:
+                old = stored.get(key)  # as stored before the batch, or as a write before this one in it left it
+            if size is None:
+                stored.pop(key, None)
+            else:
+                stored[key] = size
         change = totals.get(tid)
         if change is None:
             change = totals[tid] = [0, 0]
@@ -258,7 +263,6 @@ def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
         if size is not None:
             change[0] += 1
             change[1] += size
-            stored[key] = size
     return totals
 
 
