@@ -248,6 +248,42 @@ def test_side_records_answer_alike_and_commit_with_the_items(seed: int) -> None:
     assert [copy.side_scan("p") for copy in copies] == [store.side_scan("p") for store in stores]
 
 
+def test_batched_reads_of_keys_without_a_sort_key_find_exactly_the_keys_asked_for() -> None:
+    """The SQLite store reads keys without a sort key by partition hash: rows of the same hash that were not asked
+    for (another sort key of the partition, another partition key of the same hash) stay out of the answer, an item
+    shadows nothing and a tombstone is found, as in the memory store."""
+    twin, other = b"c17571", b"c25014"
+    assert partition_hash(twin) == partition_hash(other)  # two partition keys of one hash
+    for tombstones in (False, True):
+        answers = []
+        for kind in ("sqlite", "memory"):
+            store = fresh(kind)
+            writes = [
+                ItemWrite("alpha", twin, b"", {"v": {"S": "twin"}}, 9, version="v1"),
+                ItemWrite("alpha", other, b"", {"v": {"S": "other"}}, 10, version="v2"),
+                ItemWrite("alpha", b"a", b"k", {"v": {"S": "ranged"}}, 11, version="v3"),
+                ItemWrite("alpha", b"a", b"", {"v": {"S": "plain"}}, 12, version="v4"),
+                ItemWrite("beta", b"b", b"", {"v": {"S": "beta"}}, 13, version="v5"),
+            ]
+            if tombstones:
+                writes.append(ItemWrite("alpha", b"gone", b"", None, 0, tombstone=True, version="v6", deleted_at=1.0))
+            store.write(writes)
+            answers.append(
+                [store.get_records("alpha", keys) for keys in ([(twin, b""), (b"a", b""), (b"b", b""), (b"gone", b"")],
+                                                               [(other, b""), (other, b"")], [(b"a", b"k")])]
+            )  # fmt: skip
+        sqlite_answers, memory_answers = answers
+        assert sqlite_answers == memory_answers
+        found = sqlite_answers[0]
+        assert set(found) == {(b"a", b""), (twin, b"")} | ({(b"gone", b"")} if tombstones else set())
+        assert found[(twin, b"")] == ({"v": {"S": "twin"}}, "v1", False, 9)
+        assert found[(b"a", b"")] == ({"v": {"S": "plain"}}, "v4", False, 12)
+        if tombstones:
+            assert found[(b"gone", b"")] == (None, "v6", True, None)
+        assert sqlite_answers[1] == {(other, b""): ({"v": {"S": "other"}}, "v2", False, 10)}
+        assert sqlite_answers[2] == {(b"a", b"k"): ({"v": {"S": "ranged"}}, "v3", False, 11)}
+
+
 def test_a_snapshot_is_a_copy_of_committed_state() -> None:
     store = fresh("memory")
     store.write([ItemWrite("alpha", b"a", b"", {"v": {"S": "1"}}, 5, version="v1")])

@@ -216,13 +216,14 @@ class ReplicaPort:
             count = len(fresh)
             now = engine.clock.wall_time()
             absent = (None, None, False, None)
-            for index, (record, (pk, sk), key) in enumerate(zip(fresh, keys, wire_keys, strict=True)):
+            for index, (record, pair, key) in enumerate(zip(fresh, keys, wire_keys, strict=True)):
+                pk, sk = pair  # `pair` itself keys `latest` (no tuple built again per record)
                 if index == read:
                     read = min(count, index + READ_AHEAD if throughput is not None else count)
                     # Keys the batch has not read or written yet (a key written by an earlier record keeps that).
                     unread = [k for k in dict.fromkeys(keys[index:read]) if k not in latest]
                     latest.update(store.get_records(table, unread))
-                item, version, tombstone, stored_size = latest.get((pk, sk), absent)
+                item, version, tombstone, stored_size = latest.get(pair, absent)
                 if version is not None and record.version <= version:
                     if observe is not None:
                         decisions.append((key, record.version, version))
@@ -237,7 +238,7 @@ class ReplicaPort:
                         ItemWrite(table, pk, sk, item, item_size(item), item, old_version=record.version, reassert=True)
                     )
                     # Its row's size is the store's to read (the write may yet lose its stamp and not be made).
-                    latest[(pk, sk)] = (item, version, tombstone, UNKNOWN)
+                    latest[pair] = (item, version, tombstone, UNKNOWN)
                     applied = record.pos
                     continue
                 image = record.image
@@ -255,7 +256,7 @@ class ReplicaPort:
                     ItemWrite(table, pk, sk, image, size, item, False, record.version, origin, version, deleted,
                               tombstone, now, stored_size)
                 )  # fmt: skip
-                latest[(pk, sk)] = (image, record.version, deleted, None if deleted else size)
+                latest[pair] = (image, record.version, deleted, None if deleted else size)
                 won.append(record.version)
                 if observe is not None:
                     decisions.append((key, record.version, None))

@@ -113,6 +113,9 @@ class KeySchema:
         if len(names) == 2:
             first, second = names
             return [{first: m[first], second: m[second]} for m in maps]
+        if len(names) == 1:  # a display per map, not a nested comprehension (a function call each)
+            (first,) = names
+            return [{first: m[first]} for m in maps]
         return [{name: m[name] for name in names} for m in maps]
 
     def encode_all(self, maps: list[dict]) -> list[tuple[bytes, bytes]]:

@@ -143,6 +143,9 @@ def decode(data: bytes | str) -> Message:
         records = []
         last = prev
         append = records.append
+        # The checked array is the record's fields in order: the tuple is made from it directly (the NamedTuple's
+        # own `__new__` is a Python function, a call with seven arguments per record).
+        make = tuple.__new__
         for raw in raw_records:
             # The common record (a current peer's write: 7 fields, an image, no key) in one test; anything else,
             # or anything wrong, goes through `_record`, which names what is wrong.
@@ -154,7 +157,7 @@ def decode(data: bytes | str) -> Message:
                     and (size is None or (type(size) is int and size >= 0))
                 ):  # fmt: skip
                     last = pos
-                    append(Mutation(pos, key, version, image, commit_ms, service, size))
+                    append(make(Mutation, raw))
                     continue
             record = _record(raw, last)
             last = record.pos
