@@ -21,10 +21,12 @@ With --capacity-cost it only compares the region in memory with --capacity unlim
 processes at once, on a table provisioned at 40,000 RCU / WCU, so nothing throttles): PutItem and GetItem driven at
 both in the same measured windows, their CPU per request compared window by window, the windows shared among
 --cost-pairs fresh pairs of processes, and the ratio (the target: modelled costs at most 5 % of the throughput).
+With --paired-rev REV, the same method compares this tree's region with a checkout of REV (both unlimited).
 
 Usage: python bench/region_throughput.py [--quick] [--duration S] [--items N] [--targets trivial,region,...]
        python bench/region_throughput.py --memory-only [--items N] [--targets region-mem,region-disk]
        python bench/region_throughput.py --capacity-cost [--cost-rounds N] [--cost-pairs P] [--duration S]
+       python bench/region_throughput.py --paired-rev REV [--paired-kind region-mem|region-disk] [--cost-rounds N]
        [--baseline-rev REV [--baseline-rounds N]]   (bench/_baseline.py: the same run against a checkout of REV)
 """
 
@@ -211,10 +213,11 @@ class Server:
     port: int
     workdir: Path
     process: subprocess.Popen | None = None
+    pythonpath: str | None = None  # None: the package under test (_baseline.py); else another tree's (--paired-rev)
 
     def start(self) -> None:
         log = open(self.workdir / f"{self.name}.log", "wb")
-        env = dict(os.environ, PYTHONPATH=_baseline.child_pythonpath())  # the package under test (_baseline.py)
+        env = dict(os.environ, PYTHONPATH=self.pythonpath or _baseline.child_pythonpath())
         self.process = subprocess.Popen(
             self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=pin_to_server_core, env=env, cwd=self.workdir,
@@ -490,40 +493,80 @@ async def capacity_cost(args) -> int:
     in both, as each process's memory layout falls out differently. One pair's median is that pair's figure; the
     median over every window of every pair is the model's, and it must stay within 5 %. Per setting also:
     operations over server CPU seconds, summed over all rounds."""
-    os.sched_setaffinity(0, {CLIENT_CORE})
-    settings = ("unlimited", "modelled")
-    totals = {(capacity, operation): [0, 0.0] for capacity in settings for operation in ("PutItem", "GetItem")}
-    # Per pair, per round: the ratio of the two settings' CPU per request over one shared window.
+
+    def servers(workdir: Path) -> dict[str, Server]:
+        made = {capacity: make_server("region-mem", workdir, capacity) for capacity in ("unlimited", "modelled")}
+        for capacity, server in made.items():
+            server.name = f"region-mem-{capacity}"
+        return made
+
+    worst = await _shared_windows(args, servers, "capacity cost", ("unlimited", "modelled"), target=5.0)
+    return 0 if worst is not None else 1
+
+
+async def paired_trees(args) -> int:
+    """This tree's region against a checkout of --paired-rev, by the method of `capacity_cost` (both processes at
+    once on the server core, --capacity unlimited, PutItem then GetItem windows shared between them, over
+    --cost-pairs fresh pairs): a difference of a few per cent between two commits, which sequential runs on this
+    noisy machine cannot see (`--baseline-rev` measures one tree after the other). The kind of region is
+    --paired-kind (region-mem or region-disk)."""
+    with _baseline.checkout(args.paired_rev) as tree:
+        kind = args.paired_kind
+
+        def servers(workdir: Path) -> dict[str, Server]:
+            made = {}
+            for side in ("baseline", "current"):
+                (workdir / side).mkdir()
+                made[side] = make_server(kind, workdir / side, "unlimited")
+                made[side].name = f"{kind}-{side}"
+            inherited = os.environ.get("PYTHONPATH")
+            made["baseline"].pythonpath = os.pathsep.join(filter(None, [str(tree / "src"), inherited]))
+            return made
+
+        print(f"paired: {kind}, current {_baseline.source_tree()} against {args.paired_rev} ({tree})", flush=True)
+        await _shared_windows(args, servers, "paired", ("baseline", "current"), target=None)
+    return 0
+
+
+async def _shared_windows(args, servers, title: str, labels: tuple[str, str], target: float | None) -> float | None:
+    """Run `servers(workdir)` ({label: Server} for the two `labels`, reference first) through --cost-rounds shared
+    windows over --cost-pairs fresh pairs and print, per operation, each side's ops per CPU second and the median
+    ratio second / first of CPU per request. With a `target` (per cent), whether the worst operation is within it;
+    returns the worst, or None when a side answered errors."""
+    reference, candidate = labels
+    totals = {(label, operation): [0, 0.0] for label in labels for operation in ("PutItem", "GetItem")}
+    # Per pair, per round: the ratio of the two sides' CPU per request over one shared window.
     pairs: list[dict[str, list[float]]] = []
     errors: dict[str, str] = {}
     count = max(1, args.cost_pairs)
     rounds = [args.cost_rounds // count + (n < args.cost_rounds % count) for n in range(count)]
     for pair_rounds in rounds:
         if pair_rounds:
-            pairs.append(await _cost_pair(args, settings, pair_rounds, totals, errors))
+            pairs.append(await _cost_pair(args, servers, labels, pair_rounds, totals, errors))
     worst = 0.0
     for operation in args.cost_operations:
         rates = {}
-        for capacity in settings:
-            ops, cpu = totals[(capacity, operation)]
-            rates[capacity] = ops / cpu if cpu else 0.0
-        unlimited, modelled = rates["unlimited"], rates["modelled"]
+        for label in labels:
+            ops, cpu = totals[(label, operation)]
+            rates[label] = ops / cpu if cpu else 0.0
         ratios = sorted(ratio for pair in pairs for ratio in pair[operation])
         cost = (_median(ratios) - 1.0) * 100.0
         worst = max(worst, cost)
         each = ", ".join(f"{(_median(pair[operation]) - 1.0) * 100.0:+.1f}" for pair in pairs)
         print(
-            f"capacity cost {operation:<7} unlimited {fmt_rate(unlimited)} ops/cpu-s  modelled {fmt_rate(modelled)} "
-            f"ops/cpu-s  ratio modelled/unlimited {modelled / unlimited:.3f}  (CPU per request, median of "
-            f"{len(ratios)} shared windows of {len(pairs)} process pairs {cost:+.1f} %, quartiles "
-            f"{(ratios[len(ratios) // 4] - 1) * 100:+.1f} / {(ratios[(3 * len(ratios)) // 4] - 1) * 100:+.1f} %; "
-            f"per pair {each} %; target <= 5 %)",
+            f"{title} {operation:<7} {reference} {fmt_rate(rates[reference])} ops/cpu-s  {candidate} "
+            f"{fmt_rate(rates[candidate])} ops/cpu-s  ratio {candidate}/{reference} "
+            f"{rates[candidate] / rates[reference]:.3f}  (CPU per request, median of {len(ratios)} shared windows of "
+            f"{len(pairs)} process pairs {cost:+.1f} %, quartiles {(ratios[len(ratios) // 4] - 1) * 100:+.1f} / "
+            f"{(ratios[(3 * len(ratios)) // 4] - 1) * 100:+.1f} %; per pair {each} %"
+            + (f"; target <= {target:g} %)" if target is not None else ")"),
             flush=True,
         )
     for name, error in errors.items():
-        print(f"capacity cost: {name}: {error}", flush=True)
-    print(f"capacity cost target (<= 5 %): {'met' if worst <= 5.0 and not errors else 'NOT met'}", flush=True)
-    return 0
+        print(f"{title}: {name}: {error}", flush=True)
+    if target is not None:
+        print(f"{title} target (<= {target:g} %): {'met' if worst <= target and not errors else 'NOT met'}", flush=True)
+    return None if errors else worst
 
 
 def _median(values: list[float]) -> float:
@@ -532,29 +575,29 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-async def _cost_pair(args, settings: tuple[str, ...], rounds: int, totals: dict, errors: dict) -> dict[str, list[float]]:
-    """One pair of fresh region processes (one per setting) through `rounds` shared windows per operation: the
-    ratio modelled / unlimited of CPU per request in each window; `totals` and `errors` accumulate."""
+async def _cost_pair(args, servers_of, labels: tuple[str, str], rounds: int, totals: dict, errors: dict):
+    """One pair of fresh region processes (`servers_of(workdir)`, one per label) through `rounds` shared windows per
+    operation: the ratio second / first label of CPU per request in each window; `totals` and `errors`
+    accumulate."""
     workdir = Path(tempfile.mkdtemp(prefix="gt-bench-"))
-    servers = {capacity: make_server("region-mem", workdir, capacity) for capacity in settings}
-    for capacity, server in servers.items():
-        server.name = f"region-mem-{capacity}"
+    servers = servers_of(workdir)
+    reference, candidate = labels
     paired: dict[str, list[float]] = {"PutItem": [], "GetItem": []}
     try:
         clients, pools, counters = {}, {}, {}
-        for capacity, server in servers.items():
+        for label, server in servers.items():
             server.start()
-            clients[capacity] = Client("127.0.0.1", server.port)
-            await create_table(clients[capacity], CREATE_PROVISIONED_TABLE)
-            pools[capacity] = [await clients[capacity].connect() for _ in range(args.cost_concurrency)]
-            counters[capacity] = itertools.count()
+            clients[label] = Client("127.0.0.1", server.port)
+            await create_table(clients[label], CREATE_PROVISIONED_TABLE)
+            pools[label] = [await clients[label].connect() for _ in range(args.cost_concurrency)]
+            counters[label] = itertools.count()
         randrange = random.randrange
         for operation in ("PutItem", "GetItem"):
             windows = rounds if operation in args.cost_operations else 1  # a GetItem needs items to read
             for _round in range(windows):
                 phases = []
-                for capacity in settings:
-                    counter = counters[capacity]
+                for label in labels:
+                    counter = counters[label]
                     if operation == "PutItem":
                         body = lambda counter=counter: put_body(next(counter))
                     else:
@@ -562,18 +605,17 @@ async def _cost_pair(args, settings: tuple[str, ...], rounds: int, totals: dict,
                         body = lambda written=written: get_body(randrange(written))
                     phases.append(
                         run_phase(
-                            clients[capacity], pools[capacity], servers[capacity], operation, body, args.warmup,
-                            args.duration,
+                            clients[label], pools[label], servers[label], operation, body, args.warmup, args.duration
                         )
                     )
                 per_request: dict[str, float] = {}
-                for capacity, r in zip(settings, await asyncio.gather(*phases), strict=True):
-                    totals[(capacity, operation)][0] += r.ops
-                    totals[(capacity, operation)][1] += r.server_cpu_s
-                    per_request[capacity] = r.server_cpu_s / r.ops if r.ops else float("inf")
+                for label, r in zip(labels, await asyncio.gather(*phases), strict=True):
+                    totals[(label, operation)][0] += r.ops
+                    totals[(label, operation)][1] += r.server_cpu_s
+                    per_request[label] = r.server_cpu_s / r.ops if r.ops else float("inf")
                     if r.errors:
-                        errors[f"{capacity} {operation}"] = f"{r.errors} errors, first {r.first_error}"
-                paired[operation].append(per_request["modelled"] / per_request["unlimited"])
+                        errors[f"{label} {operation}"] = f"{r.errors} errors, first {r.first_error}"
+                paired[operation].append(per_request[candidate] / per_request[reference])
         for pool in pools.values():
             for connection in pool:
                 if connection.transport is not None:
@@ -822,6 +864,11 @@ def main() -> int:
                         help="shared windows of the settings for --capacity-cost, over all pairs (default 12)")
     parser.add_argument("--cost-pairs", type=int, default=3,
                         help="fresh pairs of region processes the --capacity-cost windows are shared among (default 3)")
+    parser.add_argument("--paired-rev", metavar="REV",
+                        help="only compare this tree's region with REV's, in shared windows (the --capacity-cost "
+                        "method; --cost-rounds, --cost-pairs, --cost-operations apply)")
+    parser.add_argument("--paired-kind", choices=["region-mem", "region-disk"], default="region-mem",
+                        help="the region --paired-rev compares (default region-mem)")
     parser.add_argument("--cost-operations", type=lambda text: text.split(","), default=["PutItem", "GetItem"],
                         help="operations --capacity-cost reports (default PutItem,GetItem)")
     parser.add_argument("--cost-concurrency", type=int, default=COST_CONCURRENCY,
@@ -837,7 +884,10 @@ def main() -> int:
     args.items = args.items if args.items is not None else (50_000 if args.quick else 1_000_000)
     if len(os.sched_getaffinity(0)) < 2 and os.cpu_count() and os.cpu_count() < 2:
         print("warning: fewer than 2 cores; server and client share one", file=sys.stderr)
-    main_coroutine = capacity_cost(args) if args.capacity_cost else run(args)
+    if args.paired_rev:
+        main_coroutine = paired_trees(args)
+    else:
+        main_coroutine = capacity_cost(args) if args.capacity_cost else run(args)
     try:
         import uvloop
 
