@@ -214,8 +214,12 @@ def _lane(start: dict, end: dict | None, origin: float | None) -> dict[str, Any]
             "open"), "label": label}  # fmt: skip
 
 
-def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[str, float] | None = None) -> dict:
-    """Everything report.html draws, as one JSON-ready document."""
+def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[str, float] | None = None,
+             ledger: Any = None) -> dict:  # fmt: skip
+    """Everything report.html draws, as one JSON-ready document. `ledger`: the run's lost-write ledger
+    (experiment/ledger.py, built with `measure_from_mono` as its origin) when the caller still holds it, as the
+    simulated run does; otherwise it is rebuilt from history.jsonl and apply_decisions.jsonl, which hold the same
+    history and decisions (reading a long history back costs as much as the run's checks)."""
     from ..chaos.history import History
     from .capacity import hottest_keys
     from .ledger import Ledger, read_decisions
@@ -248,9 +252,10 @@ def run_data(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[s
         "heals": [],
     }
     history_path = out_dir / "history.jsonl"
-    if history_path.exists():
+    if ledger is None and history_path.exists():
         ledger = Ledger(History.read_jsonl(history_path), read_decisions(out_dir / "apply_decisions.jsonl"),
                         origin_mono=origin)  # fmt: skip
+    if ledger is not None:
         data["keys"] = ledger.key_versions(EXPLORER_KEYS, exclude=is_probe_key)  # workload keys only
         data["heals"] = ledger.convergence_after_heals(results.get("faults") or [])
     return data
@@ -295,10 +300,11 @@ def _page(title: str, data: dict[str, Any], script: str) -> str:
     )
 
 
-def write_run_html(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[str, float] | None = None) -> Path:
+def write_run_html(out_dir: Path, results: dict[str, Any], baseline_offsets_ms: dict[str, float] | None = None,
+                   ledger: Any = None) -> Path:  # fmt: skip
     path = Path(out_dir) / "report.html"
     try:
-        data = run_data(out_dir, results, baseline_offsets_ms)
+        data = run_data(out_dir, results, baseline_offsets_ms, ledger)
     except Exception as error:  # noqa: BLE001 - the page must never cost the run its results
         data = {"title": results.get("topology", "run"), "error": f"{type(error).__name__}: {error}"}
     path.write_text(_page(f"globaltables: {data['title']}", data, _asset("common.js") + _asset("run.js")),

@@ -27,7 +27,10 @@ PLOTS = {
 }
 
 
-def write_report(out_dir: Path, results: dict[str, Any], topology: Topology, *, make_plots: bool = True) -> None:
+def write_report(out_dir: Path, results: dict[str, Any], topology: Topology, *, make_plots: bool = True,
+                 ledger: Any = None) -> None:  # fmt: skip
+    """results.json, the plots, report.md and report.html in `out_dir` (beside the run's other artifacts);
+    `ledger`: the run's lost-write ledger, if the caller holds it (html_report.run_data)."""
     (out_dir / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
     drawn: dict[str, str] = {}
     if make_plots:
@@ -35,7 +38,7 @@ def write_report(out_dir: Path, results: dict[str, Any], topology: Topology, *, 
     (out_dir / "report.md").write_text(render_markdown(results, drawn))
     from .html_report import write_run_html
 
-    write_run_html(out_dir, results, {region.name: region.clock_offset_ms for region in topology.regions})
+    write_run_html(out_dir, results, {region.name: region.clock_offset_ms for region in topology.regions}, ledger)
 
 
 def _fmt(value: Any) -> str:

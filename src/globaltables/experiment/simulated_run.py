@@ -834,7 +834,7 @@ def run_simulated(
     if out_dir is not None:
         from .report import write_report
 
-        write_report(out_dir, results, topology, make_plots=make_plots)
+        write_report(out_dir, results, topology, make_plots=make_plots, ledger=lost)
     return SimulatedRun(
         results=results,
         verdicts={check["name"]: verdict_of(check) for check in results["checks"]},
