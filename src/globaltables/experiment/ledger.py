@@ -115,9 +115,12 @@ class Ledger:
 
     def _note_read(self, value: Any, mono: float) -> None:
         """A register read returns one value, a list read (or a query) a list of them."""
-        for seen in value if isinstance(value, list) else [value]:
-            if isinstance(seen, str) and (seen not in self.first_read or mono < self.first_read[seen]):
-                self.first_read[seen] = mono
+        first_read = self.first_read
+        for seen in value if isinstance(value, list) else (value,):
+            if isinstance(seen, str):
+                known = first_read.get(seen)  # a mono time, never None
+                if known is None or mono < known:
+                    first_read[seen] = mono
 
     # ------------------------------------------------------------------------------------------------ entries
 
