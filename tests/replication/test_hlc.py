@@ -259,8 +259,11 @@ def test_encoded_stamps_and_versions_sort_like_the_values():
 
 @pytest.mark.parametrize(
     "text",
-    ["", "A5", "A5.", "A5.A", "B05.A0", "A5.A0x", "A5,A0", "~A5" + "1" * 5 + ".A0", "Z" + "1" * 3 + ".A0", "A-.A0"],
-)
+    ["", "A5", "A5.", "A5.A", "B05.A0", "A5.A0x", "A5,A0", "~A5" + "1" * 5 + ".A0", "Z" + "1" * 3 + ".A0", "A-.A0",
+     # shapes the one-match common form must not take: a length letter that promises another digit count, a digit
+     # that is not ASCII, a leading zero, a second length letter in place of a digit
+     "B5.A0", "A5.B0", "A5.A00", "C12.A0", "A\u0665.A0", "A5.A\u0660", "B01.A0", "A5.AA0"],
+)  # fmt: skip
 def test_malformed_stamps_are_refused(text):
     with pytest.raises(ValueError, match="invalid HLC timestamp"):
         HlcTimestamp.parse(text)
