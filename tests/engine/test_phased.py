@@ -189,31 +189,39 @@ def read_outcome(result) -> object:
     return orjson.loads(orjson.dumps(result))
 
 
+def compare_turns(make_store, rng: random.Random, operation: str, make_request, most: int, steps) -> tuple:
+    """25 turns of 1 to `most` requests of `operation` (`make_request(rng)` each), answered by `execute_many` on one
+    engine and by one `execute` per request on another (the same tables and items, the same clock steps between
+    turns): asserts the answers are equal turn by turn; returns them all and the two engines (one by one first)."""
+    (one_by_one, clock_a), (phased, clock_b) = capacity_engine(make_store()), capacity_engine(make_store())
+    answers = []
+    for _round in range(25):
+        batch = [make_request(rng) for _ in range(rng.randint(1, most))]
+        expected = []
+        for request in batch:
+            try:
+                response, version = one_by_one.execute(operation, request, encoded=True)
+            except DynamoError as error:
+                response, version = error, None
+            expected.append((read_outcome(response), version))
+        got = [(read_outcome(response), version) for response, version in phased.execute_many(operation, batch, True)]
+        assert got == expected
+        answers.extend(result for result, _version in got)
+        step = rng.choice(steps)
+        clock_a.advance(step)
+        clock_b.advance(step)
+    return answers, (one_by_one, phased)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_execute_many_reads_match_one_execute_per_request(make_store, seed: int) -> None:
     """GetItems of one turn, checked together and then read: the same answers, throttles and throttle counts as
     one `execute` per request, in order."""
-    rng = random.Random(seed)
-    (one_by_one, clock_a), (phased, clock_b) = capacity_engine(make_store()), capacity_engine(make_store())
-    throttled = 0
-    for _round in range(25):
-        batch = [random_read(rng) for _ in range(rng.randint(1, 16))]
-        expected = []
-        for request in batch:
-            try:
-                response, version = one_by_one.execute("GetItem", request, encoded=True)
-            except DynamoError as error:
-                response, version = error, None
-            expected.append((read_outcome(response), version))
-        got = [(read_outcome(response), version) for response, version in phased.execute_many("GetItem", batch, True)]
-        assert got == expected
-        refused = [result for result, _v in got if type(result) is tuple]
-        throttled += sum(1 for name, _message in refused if name == "ProvisionedThroughputExceededException")
-        step = rng.choice([0.0, 0.3, 1.0])
-        clock_a.advance(step)
-        clock_b.advance(step)
+    answers, engines = compare_turns(make_store, random.Random(seed), "GetItem", random_read, 16, [0.0, 0.3, 1.0])
+    refused = [result for result in answers if type(result) is tuple]
+    throttled = sum(1 for name, _message in refused if name == "ProvisionedThroughputExceededException")
     assert throttled > 0, "the batches must reach the table's limit, or the charges' order is not tested"
-    counts = [engine.throughput.tables[READ_TABLE].throttled_requests for engine in (one_by_one, phased)]
+    counts = [engine.throughput.tables[READ_TABLE].throttled_requests for engine in engines]
     assert counts[0] == counts[1] and counts[0].get("GetItem") == throttled
 
 
@@ -221,24 +229,8 @@ def test_execute_many_reads_match_one_execute_per_request(make_store, seed: int)
 def test_execute_many_queries_match_one_execute_per_request(make_store, seed: int) -> None:
     """Queries of one turn, checked together and then read: the same pages, errors and throttles as one `execute`
     per request, in order."""
-    rng = random.Random(seed)
-    (one_by_one, clock_a), (phased, clock_b) = capacity_engine(make_store()), capacity_engine(make_store())
-    kinds = set()
-    for _round in range(25):
-        batch = [random_query(rng) for _ in range(rng.randint(1, 20))]
-        expected = []
-        for request in batch:
-            try:
-                response, version = one_by_one.execute("Query", request, encoded=True)
-            except DynamoError as error:
-                response, version = error, None
-            expected.append((read_outcome(response), version))
-        got = [(read_outcome(response), version) for response, version in phased.execute_many("Query", batch, True)]
-        assert got == expected
-        kinds.update(result[0] if type(result) is tuple else "page" for result, _v in got)
-        step = rng.choice([0.0, 0.1, 1.0])
-        clock_a.advance(step)
-        clock_b.advance(step)
+    answers, _engines = compare_turns(make_store, random.Random(seed), "Query", random_query, 20, [0.0, 0.1, 1.0])
+    kinds = {result[0] if type(result) is tuple else "page" for result in answers}
     assert {"page", "ValidationException", "ProvisionedThroughputExceededException"} <= kinds
 
 
