@@ -10,6 +10,7 @@ import sqlite3
 import orjson
 import pytest
 
+from engine_calls import pk_table
 from globaltables.engine.commit import GroupCommitFailed
 from globaltables.engine.engine import Engine
 from globaltables.engine.storage.memory_store import MemoryStore
@@ -40,15 +41,7 @@ class Failing:
 
 def engine_with_table(store) -> Engine:
     engine = Engine(store, ManualClock())
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    engine.handle("CreateTable", pk_table(TABLE))
     return engine
 
 

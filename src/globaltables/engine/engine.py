@@ -60,8 +60,6 @@ DYNAMODB_OPERATIONS = frozenset(
 
 # The reads whose handlers take `encoded=True` (`Engine.execute`): they answer whole items as their stored JSON.
 ENCODED_READS = frozenset({"GetItem", "Query"})
-# The operations `execute_many` runs phase by phase (phased.py).
-PHASED_OPERATIONS = frozenset({"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"})
 
 # PartiQL (engine/partiql/): a strong-mode region routes these itself, one item operation at a time.
 PARTIQL_OPERATIONS = frozenset({"ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction"})
@@ -190,9 +188,9 @@ class Engine:
         """`execute` for independent requests of one operation, in order (the requests of one event-loop turn,
         region/group_commit.py): per request, its response, or the exception it failed with (a DynamoError, or
         any other for a bug, which fails that request alone), and the version it read or wrote. Phase by phase
-        (phased.py) when the operation has phases (`PHASED_OPERATIONS`) and each request names its table by name;
+        (phased.py) when the operation has phases (`phased.OPERATIONS`) and each request names its table by name;
         otherwise one `execute` after the other."""
-        if operation in PHASED_OPERATIONS and all(
+        if operation in phased.OPERATIONS and all(
             type(request) is dict and not is_arn(request.get("TableName")) for request in requests
         ):
             return phased.handle_many(self, operation, requests, encoded=encoded, contain=True)

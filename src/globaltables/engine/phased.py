@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .answer import Answer
 from .errors import DynamoError, SerializationException
 from .operations import get_item, query
 from .operations.read_modify_write import execute
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 # The reads with phases: each module's `check` (every check, no read) and `read` (the read of a checked request).
 READERS = {"GetItem": get_item, "Query": query}
+# Every operation `handle_many` takes (Engine.execute_many, the region's batches: region/group_commit.py).
+OPERATIONS = frozenset([*READERS, *PREPARE])
 
 Result = tuple[dict | Exception, str | None]  # (response or error, the version the request read or wrote)
 
@@ -40,12 +43,9 @@ def handle_many(
     """`encoded`: the caller only serialises the responses (GetItem may answer whole items as stored JSON,
     Engine.execute); the item writes answer the same either way."""
     reader = READERS.get(operation)
-    reading = reader is not None
     prepare = reader.check if reader is not None else PREPARE.get(operation)
     if prepare is None:
-        raise ValueError(f"handle_many takes {', '.join(sorted([*READERS, *PREPARE]))}, not {operation}")
-    read = reader.read if reader is not None else None
-    versioned = operation == "GetItem"  # a Query's page reports no item version
+        raise ValueError(f"handle_many takes {', '.join(sorted(OPERATIONS))}, not {operation}")
     failures = Exception if contain else DynamoError
     prepared: list[Any] = []
     for request in requests:
@@ -62,12 +62,11 @@ def handle_many(
             results.append((ready.error, None))
             continue
         try:
-            if not reading:
+            if reader is None:
                 results.append(execute(engine, ready))
-            elif versioned:
-                results.append(read(engine, request, ready, encoded))  # type: ignore[misc]
-            else:
-                results.append((read(engine, request, ready, encoded), None))  # type: ignore[misc]
+            else:  # a Query's page is a plain dict: no item version, as Engine.execute wraps it
+                answer = reader.read(engine, request, ready, encoded)
+                results.append(answer if type(answer) is Answer else Answer(answer))
         except failures as error:
             results.append((error, None))  # a refused request wrote nothing and reports no version
             if throughput is not None and throughput.throttled:  # as Engine.execute counts it

@@ -41,6 +41,7 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
+from ..engine import phased
 from ..engine.commit import GroupCommitFailed
 
 log = logging.getLogger("globaltables.region")
@@ -49,11 +50,9 @@ log = logging.getLogger("globaltables.region")
 GROUPED_TARGETS = frozenset(
     f"DynamoDB_20120810.{operation}" for operation in ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
 )
-# The HTTP requests run in batches of their operation (rule 6): X-Amz-Target -> operation (engine's PHASED_OPERATIONS).
-PHASED_TARGETS = {
-    f"DynamoDB_20120810.{operation}": operation
-    for operation in ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
-}
+# The HTTP requests run in batches of their operation (rule 6): X-Amz-Target -> operation, for every operation the
+# engine runs phase by phase.
+PHASED_TARGETS = {f"DynamoDB_20120810.{operation}": operation for operation in phased.OPERATIONS}
 
 
 class Work(Protocol):
