@@ -13,6 +13,7 @@ import pytest
 from engine_calls import pk_table
 from globaltables.engine.commit import GroupCommitFailed
 from globaltables.engine.engine import Engine
+from globaltables.engine.errors import ValidationException
 from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.engine.storage.sqlite_store import SqliteStore
 from globaltables.region.group_commit import GroupCommit
@@ -39,9 +40,31 @@ class Failing:
         return getattr(self._db, name)
 
 
+INDEXED = "indexed"  # a table with a global secondary index on "g", a string: the index refuses a number there
+
+
 def engine_with_table(store) -> Engine:
     engine = Engine(store, ManualClock())
     engine.handle("CreateTable", pk_table(TABLE))
+    engine.handle(
+        "CreateTable",
+        {
+            "TableName": INDEXED,
+            "AttributeDefinitions": [
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "g", "AttributeType": "S"},
+            ],
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": "by-g",
+                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
     return engine
 
 
@@ -59,11 +82,33 @@ def durable(engine: Engine, key: str) -> bool:
         items = [orjson.loads(blob) for (blob,) in reader.execute("SELECT item FROM items")]
     finally:
         reader.close()
-    return {"pk": {"S": key}} in items
+    return any(item["pk"] == {"S": key} for item in items)
 
 
-def stored(engine: Engine, key: str) -> bool:
-    return "Item" in engine.handle("GetItem", {"TableName": TABLE, "Key": {"pk": {"S": key}}})
+def stored(engine: Engine, key: str, table: str = TABLE) -> bool:
+    return "Item" in engine.handle("GetItem", {"TableName": table, "Key": {"pk": {"S": key}}})
+
+
+def put_indexed(engine: Engine, key: str, g: dict) -> dict:
+    return engine.handle("PutItem", {"TableName": INDEXED, "Item": {"pk": {"S": key}, "g": g}})
+
+
+class FailingWrites:
+    """The store's connection, failing the next insert of an item row as SQLite does on an I/O error (when
+    armed): a failure of the database itself, which no savepoint was taken against."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self.armed = False
+
+    def executemany(self, sql, rows):
+        if self.armed and sql.startswith("INSERT OR REPLACE INTO items "):
+            self.armed = False
+            raise sqlite3.OperationalError("disk I/O error")
+        return self._db.executemany(sql, rows)
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
 
 
 class Recorded:
@@ -222,24 +267,52 @@ def test_a_write_refused_inside_a_group_fails_alone(engine):
 
 
 def test_a_write_failing_inside_the_store_rolls_back_alone(engine):
-    # A commit step that raises inside the store transaction (as an index refusing a write does) rolls back its
-    # own savepoint: the group's other writes commit.
-    store = engine.store
-
-    def refuse(_tx, writes) -> None:
-        if any(write.item is not None and write.item["pk"]["S"] == "bad" for write in writes):
-            raise ValueError("refused by a commit step")
-
-    store.commit_hooks.insert(0, refuse)
+    # An index refusing a write raises inside the store transaction, after the item row: the write rolls back its
+    # own savepoint, and the group's other writes commit, on either table.
     engine.begin_group()
     engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "one"}}})
-    with pytest.raises(ValueError):
-        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    put_indexed(engine, "i1", {"S": "x"})
+    with pytest.raises(ValidationException, match="Type mismatch for Index Key"):
+        put_indexed(engine, "bad", {"N": "1"})
     engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "two"}}})
     assert not durable(engine, "one")  # nothing is committed before the group is
     engine.commit_group()
-    assert durable(engine, "one") and durable(engine, "two")
-    assert not stored(engine, "bad") and not durable(engine, "bad")
+    assert durable(engine, "one") and durable(engine, "two") and durable(engine, "i1")
+    assert not stored(engine, "bad", INDEXED) and not durable(engine, "bad")
+    assert engine.handle("Query", {"TableName": INDEXED, "IndexName": "by-g", "KeyConditionExpression": "g = :g",
+                                   "ExpressionAttributeValues": {":g": {"S": "x"}}})["Count"] == 1  # fmt: skip
+
+
+def test_a_write_no_index_can_refuse_takes_no_savepoint_and_fails_its_group_if_the_database_does(engine):
+    # Writes to a table without an index cannot be refused inside the store (storage/sqlite_store.py rule 5):
+    # they run on the group's transaction itself. A failure of the database there (an I/O error) takes the
+    # whole group with it, as a failed commit would; the next group is unaffected.
+    savepoints: list[str] = []
+    engine.store.db.set_trace_callback(lambda sql: savepoints.append(sql) if "SAVEPOINT" in sql else None)
+    engine.begin_group()
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "plain"}}})
+    assert savepoints == []
+    put_indexed(engine, "i1", {"S": "x"})
+    assert savepoints == ["SAVEPOINT write"]
+    engine.commit_group()
+    engine.store.db.set_trace_callback(None)
+    assert durable(engine, "plain") and durable(engine, "i1")
+
+    failing = FailingWrites(engine.store.db)
+    engine.store.db = failing
+    engine.begin_group()
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "first"}}})
+    failing.armed = True
+    with pytest.raises(sqlite3.OperationalError):
+        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "broken"}}})
+    with pytest.raises(GroupCommitFailed):
+        engine.commit_group()
+    for key in ("first", "broken"):
+        assert not stored(engine, key) and not durable(engine, key)
+    engine.begin_group()
+    engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "next"}}})
+    engine.commit_group()
+    assert durable(engine, "next") and durable(engine, "plain")
 
 
 def test_after_commit_waits_for_the_group_and_is_dropped_with_it(engine):
@@ -382,10 +455,10 @@ def test_a_group_without_savepoints_commits_whole_or_not_at_all(engine):
     with pytest.raises(GroupCommitFailed):
         engine.commit_group()
     assert not stored(engine, "three") and not durable(engine, "three") and not stored(engine, "bad")
-    engine.begin_group()  # the next group is an ordinary one again: a failing write rolls back alone
+    engine.begin_group()  # the next group is an ordinary one again: a refused write rolls back alone
     engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "four"}}})
-    with pytest.raises(ValueError):
-        engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "bad"}}})
+    with pytest.raises(ValidationException):
+        put_indexed(engine, "bad", {"N": "1"})
     engine.commit_group()
     assert durable(engine, "four") and durable(engine, "one")
 

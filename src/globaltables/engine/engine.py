@@ -334,14 +334,17 @@ class Engine:
         """
         if self.versions is not None and writes:
             writes = self.replica.stamp_local_writes(writes)  # 1. stamp
+        # Of the commit hooks (`_install_commit_steps`) only index maintenance refuses writes; a batch it cannot
+        # refuse needs no savepoint of its own inside a group commit (storage/sqlite_store.py rule 5).
+        refusable = self.indexes.may_refuse(writes)
         if side:  # staged by the store's commit hook `_stage_side`, inside the transaction
             self._side = side
             try:
-                self.store.write(writes, token, positions)  # 2. items, indexes, change log, side records
+                self.store.write(writes, token, positions, refusable)  # 2. items, indexes, change log, side records
             finally:
                 self._side = None
         else:
-            self.store.write(writes, token, positions)  # 2. items, indexes, change log: one transaction
+            self.store.write(writes, token, positions, refusable)  # 2. items, indexes, change log: one transaction
         if not writes:
             return NOTHING
         result = CommitResult(writes)

@@ -252,6 +252,16 @@ class IndexManager:
 
     # ------------------------------------------------------------------------------------------------ write path
 
+    def may_refuse(self, writes: list[ItemWrite]) -> bool:
+        """Whether `on_commit` may refuse this batch (an index key's check, an item collection's limit): only a
+        write to a table with an index can be refused."""
+        indexed = self._indexed
+        if indexed:
+            for write in writes:
+                if write.table in indexed:
+                    return True
+        return False
+
     def on_commit(self, tx: Any, writes: list[ItemWrite]) -> None:
         indexed = self._indexed
         tables = self._tables

@@ -111,7 +111,7 @@ def open_store(config: RegionConfig) -> SqliteStore | MemoryStore:
     bytes, where SQLite in memory took 0.4 KiB."""
     if config.data_dir is None:
         return MemoryStore()
-    return SqliteStore(config.data_dir / DATABASE_FILE)
+    return SqliteStore(config.data_dir / DATABASE_FILE, exclusive=True)  # the data dir is locked to this process
 
 
 def endpoint_url(host: str, port: int) -> str:

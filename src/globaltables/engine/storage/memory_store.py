@@ -356,6 +356,7 @@ class MemoryStore:
         writes: list[ItemWrite],
         token: TokenRecord | None = None,
         positions: list[tuple[str, str, str, int, int]] | None = None,
+        refusable: bool = True,  # noqa: ARG002 - every write rolls back alone here (rule 6)
     ) -> None:
         """Apply a batch of item writes and what the commit hooks add to it, all or nothing (rule 3)."""
         tx = MemoryTransaction()
