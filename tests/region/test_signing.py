@@ -390,3 +390,48 @@ def test_the_projects_own_clients_sign_so_a_keyed_region_accepts_them():
     checks()[0].verify(unkeyed, "", body)  # without keys: a well-formed signature of this region and time
     with pytest.raises(UnrecognizedClientException):
         signing.verify(unkeyed, "", body)
+
+
+def test_the_header_parse_agrees_with_the_whole_match_on_seeded_headers():
+    # The credential part of an Authorization header is parsed once and cached; the signature alone is looked at
+    # per request (signing.py `_header_parts`). That must give exactly what matching the whole header gives, for
+    # headers every signer sends and for the malformed ones: a seeded generator of both.
+    import random
+
+    from globaltables.region import signing
+
+    rng = random.Random(20261202)
+    good = {
+        "algorithm": ["AWS4-HMAC-SHA256"],
+        "credential": [f"AKID{n}/20261202/{r}/dynamodb/aws4_request" for n in range(3) for r in ("us-east-1", "eu")],
+        "separator": [", ", ","],
+        "signed": ["host;x-amz-date", "content-type;host;x-amz-date;x-amz-target", "host"],
+        "signature": ["0" * 64, hashlib.sha256(b"x").hexdigest(), "ab-cd", "ab_cd", "é1", "Z"],
+        "after": [""],
+    }
+    bad = {
+        "algorithm": ["AWS4-HMAC-SHA1", "aws4-hmac-sha256", ""],
+        "credential": ["AKID/20261202/us-east-1/dynamodb", "A/B/C/D/E/F", "a=b/c/d/e/f", "a,b/c/d/e/f", "a b/c/d/e/f"],
+        "separator": [" , ", ",  ", ";", ""],
+        "signed": ["", "a,b", "h=1", "a b"],
+        "signature": ["", "ab=cd", "ab,cd", "ab cd", "Signature=ab", "=", " 0"],
+        "after": [" ", ", x", "=", ","],
+    }
+    matched = 0
+    for _ in range(4000):
+        faults = rng.random() < 0.5  # half the headers with one or more parts drawn from the malformed ones
+        part = {
+            name: rng.choice(bad[name] if faults and rng.random() < 0.3 else good[name]) for name in good
+        }
+        header = (
+            f"{part['algorithm']} Credential={part['credential']}{part['separator']}SignedHeaders={part['signed']}"
+            f"{rng.choice(good['separator'])}Signature={part['signature']}{part['after']}"
+        )
+        whole = signing._HEADER.fullmatch(header)
+        expected = None
+        if whole is not None:
+            key_id, day, region, service, terminator, names, signature = whole.groups()
+            expected = ((key_id, day, region, service, terminator, tuple(names.split(";"))), signature)
+            matched += 1
+        assert signing._header_parts(header) == expected, header
+    assert 1000 < matched < 3500  # both kinds were drawn, many times over

@@ -38,6 +38,7 @@ correct service: 'dynamodb'. " (arnemolland/sigv4#15), the signature mismatch wi
 from __future__ import annotations
 
 import calendar
+import functools
 import hashlib
 import hmac
 import re
@@ -75,6 +76,40 @@ _HEADER = re.compile(
     r"AWS4-HMAC-SHA256 Credential=([^/,= ]*)/([^/,= ]*)/([^/,= ]*)/([^/,= ]*)/([^/,= ]*), ?"
     r"SignedHeaders=([^,= ]+), ?Signature=([^,= ]+)"
 )
+_SIGNATURE = "Signature="
+
+
+def _header_parts(header: str) -> tuple[tuple[str, str, str, str, str, tuple[str, ...]], str] | None:
+    """`_HEADER.fullmatch(header)`'s groups as ((key id, date, region, service, terminator, signed headers),
+    signature), or None where it does not match.
+
+    Why not the match alone: it is most of a request's signing checks (some 2 µs for a 200-character header, its
+    character classes scanned byte by byte), while everything before the signature is the same in every request a
+    client signs in one day. So that part is parsed once (`_credential_part`, cached) and the signature alone is
+    looked at. Exact: the signature group admits no "=", so the literal "Signature=" of any match is the header's
+    last one, and an alphanumeric signature (a hex digest always is) matches the group wherever the rest of the header
+    matches; any other signature takes the whole match."""
+    cut = header.rfind(_SIGNATURE) + len(_SIGNATURE)
+    signature = header[cut:]
+    if cut >= len(_SIGNATURE) and signature.isalnum():
+        parsed = _credential_part(header[:cut])
+        return None if parsed is None else (parsed, signature)
+    matched = _HEADER.fullmatch(header)
+    if matched is None:
+        return None
+    key_id, day, region, service, terminator, signed, signature = matched.groups()
+    return (key_id, day, region, service, terminator, tuple(signed.split(";"))), signature
+
+
+@functools.lru_cache(maxsize=256)
+def _credential_part(prefix: str) -> tuple[str, str, str, str, str, tuple[str, ...]] | None:
+    """The first six groups of `_HEADER` for a header that is `prefix` (up to "Signature=") and then a signature:
+    "0" stands in for it, since whether such a header matches does not depend on which valid signature ends it."""
+    matched = _HEADER.fullmatch(prefix + "0")
+    if matched is None:
+        return None
+    key_id, day, region, service, terminator, signed, _signature = matched.groups()
+    return key_id, day, region, service, terminator, tuple(signed.split(";"))
 
 
 class UnrecognizedClientException(DynamoError):
@@ -197,26 +232,24 @@ class RequestSigning:
         header = headers.get("Authorization")
         if header is None or query_string:
             return None
-        matched = _HEADER.fullmatch(header)
-        if matched is None:
+        parts = _header_parts(header)
+        if parts is None:
             return None
         date = headers.get("X-Amz-Date") or headers.get("Date")
         if not date:
             return None
-        key_id, day, region, service, terminator, signed, signature = matched.groups()
-        return Authorization(key_id, day, region, service, terminator, tuple(signed.split(";")), signature, date, None, ())
+        (key_id, day, region, service, terminator, signed), signature = parts
+        return Authorization(key_id, day, region, service, terminator, signed, signature, date, None, ())
 
     @staticmethod
     def authorization(headers: Mapping[str, str], query_string: str) -> Authorization:
         header = headers.get("Authorization")
         if header is not None and not query_string:
-            matched = _HEADER.fullmatch(header)
-            if matched is not None:
-                key_id, day, region, service, terminator, signed, signature = matched.groups()
+            parts = _header_parts(header)
+            if parts is not None:
+                (key_id, day, region, service, terminator, signed), signature = parts
                 date = headers.get("X-Amz-Date") or headers.get("Date") or ""
-                return Authorization(
-                    key_id, day, region, service, terminator, tuple(signed.split(";")), signature, date, None, ()
-                )
+                return Authorization(key_id, day, region, service, terminator, signed, signature, date, None, ())
         if header is not None:
             if not header.startswith(ALGORITHM + " "):
                 raise IncompleteSignatureException(f"Unsupported AWS 'algorithm': '{header.split(' ', 1)[0]}'")
