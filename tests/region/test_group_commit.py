@@ -10,7 +10,7 @@ import sqlite3
 import orjson
 import pytest
 
-from engine_calls import pk_table
+from engine_calls import pk_table, pk_table_with_gsi
 from globaltables.engine.commit import GroupCommitFailed
 from globaltables.engine.engine import Engine
 from globaltables.engine.errors import ValidationException
@@ -46,25 +46,7 @@ INDEXED = "indexed"  # a table with a global secondary index on "g", a string: t
 def engine_with_table(store) -> Engine:
     engine = Engine(store, ManualClock())
     engine.handle("CreateTable", pk_table(TABLE))
-    engine.handle(
-        "CreateTable",
-        {
-            "TableName": INDEXED,
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"},
-            ],
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "GlobalSecondaryIndexes": [
-                {
-                    "IndexName": "by-g",
-                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                    "Projection": {"ProjectionType": "ALL"},
-                }
-            ],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    engine.handle("CreateTable", pk_table_with_gsi(INDEXED, "by-g", "g"))
     return engine
 
 
