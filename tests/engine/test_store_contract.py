@@ -7,10 +7,12 @@ commit hook raises leaves either store exactly as it was."""
 from __future__ import annotations
 
 import random
+import sqlite3
 
 import orjson
 import pytest
 
+from globaltables.engine.storage.change_log_store import APPEND_ROWS
 from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.engine.storage.records import HASH_SPACE, ItemWrite, TokenRecord, partition_hash
 from globaltables.engine.storage.sqlite_store import SqliteStore
@@ -282,6 +284,44 @@ def test_batched_reads_of_keys_without_a_sort_key_find_exactly_the_keys_asked_fo
             assert found[(b"gone", b"")] == (None, "v6", True, None)
         assert sqlite_answers[1] == {(other, b""): ({"v": {"S": "other"}}, "v2", False, 10)}
         assert sqlite_answers[2] == {(b"a", b"k"): ({"v": {"S": "ranged"}}, "v3", False, 11)}
+
+
+@pytest.mark.parametrize("count", [2, APPEND_ROWS - 1, APPEND_ROWS, 2 * APPEND_ROWS + 5])
+def test_a_batch_of_records_is_logged_whole_and_in_order(count: int) -> None:
+    """A replicated batch's records go into the SQLite log many rows to a statement: they read back as the memory
+    store's do, every field in order; in SQLite, a batch whose last record repeats a sequence number (past the
+    first statement) fails and writes no record at all."""
+    rng = random.Random(count)
+
+    def row(seq: int) -> tuple:
+        new = None if rng.random() < 0.2 else orjson.dumps({"pk": {"S": f"k{seq}"}, "n": {"N": str(seq)}})
+        origin = None if rng.random() < 0.3 else "eu-west-1"
+        return (1, seq, seq / 8, None if rng.random() < 0.5 else b'{"o":{"S":"x"}}', new, rng.randrange(2), origin,
+                f"v{seq:05d}/{origin}", seq % 4, None if new is None else len(new))  # fmt: skip
+
+    rows = [row(seq) for seq in range(1, count + 1)]
+    stores = [fresh("sqlite"), fresh("memory")]
+    answers = []
+    for store in stores:
+        log = store.change_log_store()
+        store.commit_hooks.append(lambda tx, _writes, log=log: log.append(tx, rows))
+        store.write([ItemWrite("alpha", b"a", b"", {"v": {"S": "1"}}, 5, version="v1")])
+        answers.append(
+            (materialise(log.read(1, 0, None, 10_000)), [log.local_lane_records(1, lane, 0, 10_000) for lane in range(4)],
+             log.last_seq(1), [log.local_lane_count(1, lane, 0) for lane in range(4)])
+        )  # fmt: skip
+    assert answers[0] == answers[1]
+    assert [record[0] for record in answers[0][0]] == list(range(1, count + 1))
+    assert answers[0][2] == count
+    # A repeated sequence number in the batch's last record: the write fails and leaves the log as it was.
+    again = [row(seq) for seq in range(count + 1, 2 * count + 1)] + [row(count + 1)]
+    store, before = stores[0], answers[0][0]
+    log = store.change_log_store()
+    store.commit_hooks = [lambda tx, _writes: log.append(tx, again)]
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        store.write([ItemWrite("alpha", b"b", b"", {"v": {"S": "2"}}, 5, version="v2")])
+    assert materialise(log.read(1, 0, None, 10_000)) == before
+    assert store.get("alpha", b"b", b"") is None
 
 
 def test_a_snapshot_is_a_copy_of_committed_state() -> None:
