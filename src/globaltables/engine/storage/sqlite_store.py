@@ -233,16 +233,18 @@ _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, de
 _DELETE_TOMBSTONE = "DELETE FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 
 
-def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
+def _item_totals_change(db: sqlite3.Connection, changes: list[tuple], unknown: bool = True) -> dict:
     """Per table id, [items, bytes] the batch's item rows add (negative: remove). `changes` are (tid, h, pk, sk, new
     size or None for a delete, the replaced row's size: `ItemWrite.old_size`) in the batch's order. Where the writer
     did not give the replaced row's size, it is read (one batched read of the rows stored before the batch); then
     the changes are followed one by one, so a key written twice in the batch counts as its last write left it.
-    When every change gives its replaced size (a replicated batch), nothing is read and no key needs following."""
+    When every change gives its replaced size (a replicated batch), nothing is read and no key needs following;
+    `unknown` False says so (the caller saw every change), and the changes are not even looked through for it."""
     keys: dict[int, dict[tuple[int, bytes, bytes], None]] = {}
-    for tid, h, pk, sk, _size, old_size in changes:
-        if old_size is UNKNOWN:
-            keys.setdefault(tid, {})[(h, pk, sk)] = None
+    if unknown:
+        for tid, h, pk, sk, _size, old_size in changes:
+            if old_size is UNKNOWN:
+                keys.setdefault(tid, {})[(h, pk, sk)] = None
     stored: dict[tuple[int, bytes, bytes], int] = {}
     for tid, wanted in keys.items():
         for pk, sk, stored_size in _rows_by_keys(db, _SIZES_BY_KEYS, list(wanted), (tid,)):
@@ -282,24 +284,32 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
     rows: list[tuple] = []
     runs: list[tuple[str, list[tuple]]] = []
     changes: list[tuple] = []
+    unknown = False  # some write did not give the size of the row it replaces
     dumps = orjson.dumps
+    table = tid = None
     for w in writes:
-        tid = tids[w.table]
+        if w.table is not table:  # a batch's writes are mostly of one table (a replicated batch: all of them)
+            table = w.table
+            tid = tids[table]
         pk, sk = w.pk, w.sk
         h = partition_hash(pk)
         item = w.item
+        old_size = w.old_size
+        if old_size is UNKNOWN:
+            unknown = True
         if item is None:
             sql, row = _DELETE_ITEM, (tid, h, pk, sk)
             extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
-            changes.append((tid, h, pk, sk, None, w.old_size))
+            changes.append((tid, h, pk, sk, None, old_size))
         else:
             w.blob = blob = dumps(item)
+            size = w.size
             if sk:
-                sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, w.size, w.version)
+                sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, size, w.version)
             else:  # a table without a sort key (or its empty one): the sort key is written in the statement
-                sql, row = _PUT_ITEM_NO_SK, (tid, h, pk, blob, w.size, w.version)
+                sql, row = _PUT_ITEM_NO_SK, (tid, h, pk, blob, size, w.version)
             extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
-            changes.append((tid, h, pk, sk, w.size, w.old_size))
+            changes.append((tid, h, pk, sk, size, old_size))
         if sql is not statement:
             if rows:
                 runs.append((statement, rows))  # type: ignore[arg-type]
@@ -314,7 +324,7 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
         runs.append((statement, rows))  # type: ignore[arg-type]
     if not changes:
         return
-    totals = _item_totals_change(db, changes)  # before the rows change: it reads what they replace
+    totals = _item_totals_change(db, changes, unknown)  # before the rows change: it reads what they replace
     for sql, batch in runs:
         db.executemany(sql, batch)
     running_totals.add(db, ITEM_TOTALS, totals)
