@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from itertools import chain
+from itertools import chain, compress, cycle
+from operator import itemgetter
 
 import orjson
 
@@ -77,6 +78,13 @@ INSERT_RECORD = (
 APPEND_ROWS = 64
 _ONE_MORE = ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 INSERT_RECORDS = INSERT_RECORD.replace("INSERT INTO", "INSERT OR FAIL INTO") + _ONE_MORE * (APPEND_ROWS - 1)
+# The same for rows that all lack an old image (a backlog of new items): the NULL is written in the statement, not
+# bound (the driver's adapter lookup for a None parameter costs about as much as binding the rest of the row's
+# integers; storage/sqlite_store.py `_PUT_ITEM_NO_SK`), and `_WITHOUT_OLD` leaves it out of the flattened rows.
+INSERT_NEW_RECORDS = ("INSERT OR FAIL INTO change_log (tid, seq, created, old, new, service, origin, version, lane, size)"
+                      " VALUES " + ", ".join(["(?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)"] * APPEND_ROWS))  # fmt: skip
+_WITHOUT_OLD = (1, 1, 1, 0, 1, 1, 1, 1, 1, 1)
+_OLD = itemgetter(3)
 
 
 _STREAM_COLUMNS = "arn, tid, table_name, label, view_type, key_schema, created, start_seq, end_seq, disabled"
@@ -185,7 +193,12 @@ class ChangeLogStore:
             return
         whole = len(rows) - len(rows) % APPEND_ROWS
         for start in range(0, whole, APPEND_ROWS):
-            tx.execute(INSERT_RECORDS, list(chain.from_iterable(rows[start : start + APPEND_ROWS])))
+            chunk = rows[start : start + APPEND_ROWS]
+            values = chain.from_iterable(chunk)
+            if any(map(_OLD, chunk)):
+                tx.execute(INSERT_RECORDS, list(values))
+            else:
+                tx.execute(INSERT_NEW_RECORDS, list(compress(values, cycle(_WITHOUT_OLD))))
         if whole < len(rows):
             tx.executemany(INSERT_RECORD, rows[whole:])  # the rest: one call, not one per record
 
