@@ -60,7 +60,9 @@ class ItemWrite:
     # item row), so the SQLite store need not read it again for its item totals; UNKNOWN: the store reads it.
     old_size: object = UNKNOWN
     reassert: bool = False  # an unchanged item written again to outrank a version elsewhere: stamped and logged
-    blob: bytes | None = None  # `item` serialised, set by the store's `write` so the commit hooks need not redo it
+    # `item` serialised, set by the store's `write` so the commit hooks need not redo it (the SQLite store's is a
+    # bytearray, which its driver binds more cheaply: sqlite_store.py `_PUT_ITEM_NO_SK`)
+    blob: bytes | bytearray | None = None
 
 
 @dataclass(frozen=True, slots=True)

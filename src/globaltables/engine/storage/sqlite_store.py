@@ -225,11 +225,11 @@ ITEM_TOTALS = "item_totals"  # each table's item count and bytes (running_totals
 
 _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, ?, ?, ?, ?)"
 # The same put of an item whose sort key is empty (every item of a table without one): the empty blob is written in
-# the statement instead of bound (X'' is the blob b"" binds to, so the row is the same), and the partition key and
-# the item are bound as bytearrays. Why: even with the identity adapter (`_same`), the driver's adapter lookup for a
-# bytes or None parameter builds a tuple, hashes it, looks it up and calls the adapter, some 1,100 instructions a
-# parameter, where a copy into a bytearray (which it binds as it is, as a BLOB of the same bytes) costs a few
-# hundred: these lookups were about a twentieth of a replicated record's apply.
+# the statement instead of bound (X'' is the blob b"" binds to, so the row is the same). Why: even with the identity
+# adapter (`_same`), the driver's adapter lookup for a bytes or None parameter builds a tuple, hashes it, looks it up
+# and calls the adapter, some 1,100 instructions a parameter. For the same reason `_write_items` binds an item's
+# serialisation as a bytearray (which the driver binds as it is, as a BLOB of the same bytes): the copy costs about
+# half a lookup, and the change log's row binds the same object (`ItemWrite.blob`), so it saves two.
 _PUT_ITEM_NO_SK = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, X'', ?, ?, ?)"
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?)"
@@ -305,14 +305,13 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
             extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
             changes.append((tid, h, pk, sk, None, old_size))
         else:
-            # A bytearray, bound without the adapter lookup (see `_PUT_ITEM_NO_SK`), here and in the change log's
-            # row, which takes the same serialisation (`ItemWrite.blob`).
+            # A bytearray: bound without the adapter lookup (see `_PUT_ITEM_NO_SK`), here and in the change log's row.
             w.blob = blob = bytearray(dumps(item))
             size = w.size
             if sk:
                 sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, size, w.version)
             else:  # a table without a sort key (or its empty one): the sort key is written in the statement
-                sql, row = _PUT_ITEM_NO_SK, (tid, h, bytearray(pk), blob, size, w.version)
+                sql, row = _PUT_ITEM_NO_SK, (tid, h, pk, blob, size, w.version)
             extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
             changes.append((tid, h, pk, sk, size, old_size))
         if sql is not statement:
