@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 import orjson
@@ -231,6 +232,32 @@ _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) 
 # serialisation as a bytearray (which the driver binds as it is, as a BLOB of the same bytes): the copy costs about
 # half a lookup, and the change log's row binds the same object (`ItemWrite.blob`), so it saves two.
 _PUT_ITEM_NO_SK = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, X'', ?, ?, ?)"
+# Replicated puts of keys that hold no item row go in ADD_ROWS rows to a statement (multi-row INSERTs; the rest of a
+# run with `executemany`): one execution of a statement per row costs its program's setup and teardown, a call
+# through the driver and a release and reacquisition of the GIL each. Only where the row is known to be absent:
+# a replicated batch read every key's row in its own transaction, before any write of it (`ItemWrite.old_size` None,
+# engine/replica.py), so a plain INSERT does what the REPLACE would. OR FAIL, not REPLACE: a statement of many rows
+# that could abort part-way (REPLACE aborts on a NULL in a NOT NULL column) makes SQLite keep a statement journal, a
+# copy of every page the statement changes (here one per row, the keys being random), written to a temporary file;
+# FAIL keeps the statement's earlier rows instead, and the write then rolls back whole, as after any failure. A row
+# there after all (never, by the read) fails the batch with IntegrityError rather than count an item twice.
+ADD_ROWS = 64
+_ADD_ITEMS = _PUT_ITEM.replace("OR REPLACE", "OR FAIL") + ", (?, ?, ?, ?, ?, ?, ?)" * (ADD_ROWS - 1)
+_ADD_ITEMS_NO_SK = _PUT_ITEM_NO_SK.replace("OR REPLACE", "OR FAIL") + ", (?, ?, ?, X'', ?, ?, ?)" * (ADD_ROWS - 1)
+
+
+def _add_items(db: sqlite3.Connection, sql: str, rows: list[tuple]) -> None:
+    """A run's puts of absent keys (`sql` the run's put, `_PUT_ITEM` or `_PUT_ITEM_NO_SK`), before its other puts:
+    a key absent when its put was prepared was put by no earlier write of the run (it would hold a row then), so its
+    later puts in the run, all among the others, still come after it."""
+    many = _ADD_ITEMS if sql is _PUT_ITEM else _ADD_ITEMS_NO_SK
+    whole = len(rows) - len(rows) % ADD_ROWS
+    for start in range(0, whole, ADD_ROWS):
+        db.execute(many, list(chain.from_iterable(rows[start : start + ADD_ROWS])))
+    if whole < len(rows):
+        db.executemany(sql, rows[whole:])
+
+
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?)"
 _DELETE_TOMBSTONE = "DELETE FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
@@ -285,7 +312,8 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
     replaced sizes are given by its writer (a replicated batch read them with its stored versions) or read at once."""
     statement: str | None = None
     rows: list[tuple] = []
-    runs: list[tuple[str, list[tuple]]] = []
+    added: list[tuple] = []  # the current run's puts of keys known to hold no item row (`_add_items`)
+    runs: list[tuple[str, list[tuple], list[tuple]]] = []
     changes: list[tuple] = []
     unknown = False  # some write did not give the size of the row it replaces
     dumps = orjson.dumps
@@ -300,6 +328,7 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
         old_size = w.old_size
         if old_size is UNKNOWN:
             unknown = True
+        new = False
         if item is None:
             sql, row = _DELETE_ITEM, (tid, h, pk, sk)
             extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
@@ -314,23 +343,30 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
                 sql, row = _PUT_ITEM_NO_SK, (tid, h, pk, blob, size, w.version)
             extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
             changes.append((tid, h, pk, sk, size, old_size))
+            new = old_size is None and w.origin is not None
         if sql is not statement:
-            if rows:
-                runs.append((statement, rows))  # type: ignore[arg-type]
-            statement, rows = sql, []
-        rows.append(row)
+            if rows or added:
+                runs.append((statement, rows, added))  # type: ignore[arg-type]
+            statement, rows, added = sql, [], []
+        if new:
+            added.append(row)
+        else:
+            rows.append(row)
         if extra is not None:
             sql, row = extra
-            if rows:
-                runs.append((statement, rows))  # type: ignore[arg-type]
-            statement, rows = sql, [row]
-    if rows:
-        runs.append((statement, rows))  # type: ignore[arg-type]
+            if rows or added:
+                runs.append((statement, rows, added))  # type: ignore[arg-type]
+            statement, rows, added = sql, [row], []
+    if rows or added:
+        runs.append((statement, rows, added))  # type: ignore[arg-type]
     if not changes:
         return
     totals = _item_totals_change(db, changes, unknown)  # before the rows change: it reads what they replace
-    for sql, batch in runs:
-        db.executemany(sql, batch)
+    for sql, batch, new_rows in runs:
+        if new_rows:
+            _add_items(db, sql, new_rows)  # before the run's other rows: see `_add_items`
+        if batch:
+            db.executemany(sql, batch)
     running_totals.add(db, ITEM_TOTALS, totals)
 
 
