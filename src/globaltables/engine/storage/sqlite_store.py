@@ -263,18 +263,17 @@ _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, de
 _DELETE_TOMBSTONE = "DELETE FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 
 
-def _item_totals_change(db: sqlite3.Connection, changes: list[tuple], unknown: bool = True) -> dict:
+def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
     """Per table id, [items, bytes] the batch's item rows add (negative: remove). `changes` are (tid, h, pk, sk, new
     size or None for a delete, the replaced row's size: `ItemWrite.old_size`) in the batch's order. Where the writer
     did not give the replaced row's size, it is read (one batched read of the rows stored before the batch); then
     the changes are followed one by one, so a key written twice in the batch counts as its last write left it.
-    When every change gives its replaced size (a replicated batch), nothing is read and no key needs following;
-    `unknown` False says so (the caller saw every change), and the changes are not even looked through for it."""
+    When every change gives its replaced size, nothing is read and no key needs following (`_write_items` sums such
+    a batch's totals itself, without calling this)."""
     keys: dict[int, dict[tuple[int, bytes, bytes], None]] = {}
-    if unknown:
-        for tid, h, pk, sk, _size, old_size in changes:
-            if old_size is UNKNOWN:
-                keys.setdefault(tid, {})[(h, pk, sk)] = None
+    for tid, h, pk, sk, _size, old_size in changes:
+        if old_size is UNKNOWN:
+            keys.setdefault(tid, {})[(h, pk, sk)] = None
     stored: dict[tuple[int, bytes, bytes], int] = {}
     for tid, wanted in keys.items():
         for pk, sk, stored_size in _rows_by_keys(db, _SIZES_BY_KEYS, list(wanted), (tid,)):
@@ -314,25 +313,33 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
     rows: list[tuple] = []
     added: list[tuple] = []  # the current run's puts of keys known to hold no item row (`_add_items`)
     runs: list[tuple[str, list[tuple], list[tuple]]] = []
-    changes: list[tuple] = []
-    unknown = False  # some write did not give the size of the row it replaces
+    # Whether some write did not give the size of the row it replaces: then the totals need its changes followed one
+    # by one (`_item_totals_change`); else (a replicated batch) they are summed here as the rows are made. A local
+    # batch's first write usually does not give it, so this looks no further.
+    unknown = any(w.old_size is UNKNOWN for w in writes)
+    changes: list[tuple] = []  # for `_item_totals_change`, when `unknown`
+    totals: dict[int, list[int]] = {}  # per table id, [items, bytes] added (when not `unknown`)
+    change: list[int] = [0, 0]
     dumps = orjson.dumps
     table = tid = None
     for w in writes:
         if w.table is not table:  # a batch's writes are mostly of one table (a replicated batch: all of them)
             table = w.table
             tid = tids[table]
+            change = totals.setdefault(tid, [0, 0])
         pk, sk = w.pk, w.sk
         h = partition_hash(pk)
         item = w.item
         old_size = w.old_size
-        if old_size is UNKNOWN:
-            unknown = True
         new = False
         if item is None:
             sql, row = _DELETE_ITEM, (tid, h, pk, sk)
             extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
-            changes.append((tid, h, pk, sk, None, old_size))
+            if unknown:
+                changes.append((tid, h, pk, sk, None, old_size))
+            elif old_size is not None:
+                change[0] -= 1
+                change[1] -= old_size  # type: ignore[operator]
         else:
             # A bytearray: bound without the adapter lookup (see `_PUT_ITEM_NO_SK`), here and in the change log's row.
             w.blob = blob = bytearray(dumps(item))
@@ -342,8 +349,15 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
             else:  # a table without a sort key (or its empty one): the sort key is written in the statement
                 sql, row = _PUT_ITEM_NO_SK, (tid, h, pk, blob, size, w.version)
             extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
-            changes.append((tid, h, pk, sk, size, old_size))
-            new = old_size is None and w.origin is not None
+            if unknown:
+                changes.append((tid, h, pk, sk, size, old_size))
+            else:
+                if old_size is not None:
+                    change[0] -= 1
+                    change[1] -= old_size  # type: ignore[operator]
+                change[0] += 1
+                change[1] += size
+                new = old_size is None and w.origin is not None
         if sql is not statement:
             if rows or added:
                 runs.append((statement, rows, added))  # type: ignore[arg-type]
@@ -359,9 +373,10 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
             statement, rows, added = sql, [row], []
     if rows or added:
         runs.append((statement, rows, added))  # type: ignore[arg-type]
-    if not changes:
+    if not writes:
         return
-    totals = _item_totals_change(db, changes, unknown)  # before the rows change: it reads what they replace
+    if unknown:
+        totals = _item_totals_change(db, changes)  # before the rows change: it reads what they replace
     for sql, batch, new_rows in runs:
         if new_rows:
             _add_items(db, sql, new_rows)  # before the run's other rows: see `_add_items`
