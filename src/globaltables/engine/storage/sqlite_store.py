@@ -305,6 +305,7 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
     """The item and tombstone rows of a batch, in the batch's order, and the item totals they change. Consecutive
     rows of the same statement go in one `executemany` (a replicated batch of 500 puts is one call, not 500): each
     statement still runs once per row in order, so a key written twice in a batch ends as its last write left it.
+    A replicated batch's puts of keys that hold no row go many rows to a statement instead (`_add_items`).
 
     The totals (running_totals.py) are counted here, for the batch at once, rather than by row triggers: a trigger
     costs each row a program of its own and a statement journal, about a third of a row's insert, while a batch's
