@@ -114,9 +114,16 @@ class ChangeLog:
         now = None
         dumps = orjson.dumps
         lanes = self._lanes
+        nexts = self._next
         rows = []
+        # A batch's writes are mostly of one table (a replicated batch: all of them): its log's id and lanes are
+        # looked up again only when the table changes.
+        table = tid = lane_count = None
         for write in writes:
-            tid = logged.get(write.table)
+            if write.table is not table:
+                table = write.table
+                tid = logged.get(table)
+                lane_count = lanes.get(table)
             if tid is None:
                 continue
             old, new = write.old, write.item
@@ -127,16 +134,16 @@ class ChangeLog:
                 continue  # an unchanged item: no record
             if now is None:
                 now = self._clock.wall_time()
-            seq = self._next.get(tid) or self.next_seq(tid)
-            lane_count = lanes.get(write.table)
+            seq = nexts.get(tid) or self.next_seq(tid)
             lane = None if lane_count is None else partition_hash(write.pk) % lane_count
+            origin = write.origin
             rows.append(
                 (tid, seq, now, None if old is None else dumps(old),
                  None if new is None else (write.blob or dumps(new)),
-                 1 if write.service else 0, write.origin, write.version, lane, None if new is None else write.size),
+                 1 if write.service else 0, origin, write.version, lane, None if new is None else write.size),
             )  # fmt: skip
-            self._next[tid] = seq + 1
-            if lane is not None and write.origin is None:
+            nexts[tid] = seq + 1
+            if lane is not None and origin is None:
                 self.lane_ends[(tid, lane)] = seq
         if rows:
             self.store.append(tx, rows)

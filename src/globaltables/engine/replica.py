@@ -188,17 +188,14 @@ class ReplicaPort:
             raise ResourceNotFoundException(f"Requested resource not found: Table: {table} not found")
         store = engine.store
         applied = store.position("applied", origin, table, lane)
-        fresh = []
-        for record in records:
-            if record.pos > applied:
-                fresh.append(record)
+        fresh = [record for record in records if record.pos > applied]
         throughput = engine.throughput
         writes: list[ItemWrite] = []
         won: list[str] = []
         decisions: list[tuple[dict, str, str | None]] = []
         observe = self.on_decision
         if fresh:
-            engine.versions.observe(max(record.version for record in fresh))
+            engine.versions.observe(max([record.version for record in fresh]))
             schema = definition.key
             # Keys straight from the images (they hold the key attributes); the key maps only for the decision log.
             maps = [record.key if record.key is not None else record.image for record in fresh]
@@ -218,48 +215,52 @@ class ReplicaPort:
             absent = (None, None, False, None)
             for index, (record, pair, key) in enumerate(zip(fresh, keys, wire_keys, strict=True)):
                 pk, sk = pair  # `pair` itself keys `latest` (no tuple built again per record)
+                # The record's fields at once (a field read by name is a call each, and a record has several).
+                pos, _key, version, image, _commit_ms, service, size = record
                 if index == read:
                     read = min(count, index + READ_AHEAD if throughput is not None else count)
                     # Keys the batch has not read or written yet (a key written by an earlier record keeps that).
                     unread = [k for k in dict.fromkeys(keys[index:read]) if k not in latest]
                     latest.update(store.get_records(table, unread))
-                item, version, tombstone, stored_size = latest.get(pair, absent)
-                if version is not None and record.version <= version:
+                item, stored, tombstone, stored_size = latest.get(pair, absent)
+                if stored is not None and version <= stored:
                     if observe is not None:
-                        decisions.append((key, record.version, version))
-                    applied = record.pos
+                        decisions.append((key, version, stored))
+                    applied = pos
                     continue  # an older version: it loses and leaves no trace
-                if record.service and item is not None and not engine.ttl.expired(definition, item):
+                if service and item is not None and not engine.ttl.expired(definition, item):
                     # A TTL deletion of an item that, here, has since been given a later expiry (or none): it does
                     # not apply, and the item is written again above the deletion's version, so it replaces the
                     # tombstone in every region (the origin included) and all regions converge on the unexpired
                     # item.
                     writes.append(
-                        ItemWrite(table, pk, sk, item, item_size(item), item, old_version=record.version, reassert=True)
+                        ItemWrite(table, pk, sk, item, item_size(item), item, old_version=version, reassert=True)
                     )
                     # Its row's size is the store's to read (the write may yet lose its stamp and not be made).
-                    latest[pair] = (item, version, tombstone, UNKNOWN)
-                    applied = record.pos
+                    latest[pair] = (item, stored, tombstone, UNKNOWN)
+                    applied = pos
                     continue
-                image = record.image
-                size = 0 if image is None else record.size if record.size is not None else item_size(image)
+                if image is None:
+                    size = 0
+                elif size is None:
+                    size = item_size(image)
                 if throughput is not None:
                     charge = item_write_charge(definition, pk, item, image, size)
                     if throughput.try_replicated(charge) is not None:
                         break  # rule 5: this record and every one after it wait for capacity
-                applied = record.pos
+                applied = pos
                 deleted = image is None
                 # Positional (the fields in order: table, pk, sk, item, size, old, service, version, origin,
                 # old_version, tombstone, had_tombstone, deleted_at, old_size): one is built per record applied, and
                 # keywords cost more.
                 writes.append(
-                    ItemWrite(table, pk, sk, image, size, item, False, record.version, origin, version, deleted,
-                              tombstone, now, stored_size)
+                    ItemWrite(table, pk, sk, image, size, item, False, version, origin, stored, deleted, tombstone,
+                              now, stored_size)
                 )  # fmt: skip
-                latest[pair] = (image, record.version, deleted, None if deleted else size)
-                won.append(record.version)
+                latest[pair] = (image, version, deleted, None if deleted else size)
+                won.append(version)
                 if observe is not None:
-                    decisions.append((key, record.version, None))
+                    decisions.append((key, version, None))
         engine.commit(writes, positions=[("applied", origin, table, lane, applied)])
         if observe is not None and decisions:
             # In a group commit: once the group committed, never if it failed.

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 import orjson
@@ -229,6 +230,39 @@ def _rows_by_keys(db: sqlite3.Connection, template: str, keys: list[tuple[int, b
 ITEM_TOTALS = "item_totals"  # each table's item count and bytes (running_totals.py)
 
 _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, ?, ?, ?, ?)"
+# The same put of an item whose sort key is empty (every item of a table without one): the empty blob is written in
+# the statement instead of bound (X'' is the blob b"" binds to, so the row is the same). Why: even with the identity
+# adapter (`_same`), the driver's adapter lookup for a bytes or None parameter builds a tuple, hashes it, looks it up
+# and calls the adapter, some 1,100 instructions a parameter. For the same reason `_write_items` binds an item's
+# serialisation as a bytearray (which the driver binds as it is, as a BLOB of the same bytes): the copy costs about
+# half a lookup, and the change log's row binds the same object (`ItemWrite.blob`), so it saves two.
+_PUT_ITEM_NO_SK = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, X'', ?, ?, ?)"
+# Replicated puts of keys that hold no item row go in ADD_ROWS rows to a statement (multi-row INSERTs; the rest of a
+# run with `executemany`): one execution of a statement per row costs its program's setup and teardown, a call
+# through the driver and a release and reacquisition of the GIL each. Only where the row is known to be absent:
+# a replicated batch read every key's row in its own transaction, before any write of it (`ItemWrite.old_size` None,
+# engine/replica.py), so a plain INSERT does what the REPLACE would. OR FAIL, not REPLACE: a statement of many rows
+# that could abort part-way (REPLACE aborts on a NULL in a NOT NULL column) makes SQLite keep a statement journal, a
+# copy of every page the statement changes (here one per row, the keys being random), written to a temporary file;
+# FAIL keeps the statement's earlier rows instead, and the write then rolls back whole, as after any failure. A row
+# there after all (never, by the read) fails the batch with IntegrityError rather than count an item twice.
+ADD_ROWS = 64
+_ADD_ITEMS = _PUT_ITEM.replace("OR REPLACE", "OR FAIL") + ", (?, ?, ?, ?, ?, ?, ?)" * (ADD_ROWS - 1)
+_ADD_ITEMS_NO_SK = _PUT_ITEM_NO_SK.replace("OR REPLACE", "OR FAIL") + ", (?, ?, ?, X'', ?, ?, ?)" * (ADD_ROWS - 1)
+
+
+def _add_items(db: sqlite3.Connection, sql: str, rows: list[tuple]) -> None:
+    """A run's puts of absent keys (`sql` the run's put, `_PUT_ITEM` or `_PUT_ITEM_NO_SK`), before its other puts:
+    a key absent when its put was prepared was put by no earlier write of the run (it would hold a row then), so its
+    later puts in the run, all among the others, still come after it."""
+    many = _ADD_ITEMS if sql is _PUT_ITEM else _ADD_ITEMS_NO_SK
+    whole = len(rows) - len(rows) % ADD_ROWS
+    for start in range(0, whole, ADD_ROWS):
+        db.execute(many, list(chain.from_iterable(rows[start : start + ADD_ROWS])))
+    if whole < len(rows):
+        db.executemany(sql, rows[whole:])
+
+
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
 _PUT_TOMBSTONE = "INSERT OR REPLACE INTO tombstones (tid, h, pk, sk, version, deleted_at) VALUES (?, ?, ?, ?, ?, ?)"
 _DELETE_TOMBSTONE = "DELETE FROM tombstones WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
@@ -239,7 +273,8 @@ def _item_totals_change(db: sqlite3.Connection, changes: list[tuple]) -> dict:
     size or None for a delete, the replaced row's size: `ItemWrite.old_size`) in the batch's order. Where the writer
     did not give the replaced row's size, it is read (one batched read of the rows stored before the batch); then
     the changes are followed one by one, so a key written twice in the batch counts as its last write left it.
-    When every change gives its replaced size (a replicated batch), nothing is read and no key needs following."""
+    When every change gives its replaced size, nothing is read and no key needs following (`_write_items` sums such
+    a batch's totals itself, without calling this)."""
     keys: dict[int, dict[tuple[int, bytes, bytes], None]] = {}
     for tid, h, pk, sk, _size, old_size in changes:
         if old_size is UNKNOWN:
@@ -275,46 +310,84 @@ def _write_items(db: sqlite3.Connection, tids: dict[str, int], writes: list[Item
     """The item and tombstone rows of a batch, in the batch's order, and the item totals they change. Consecutive
     rows of the same statement go in one `executemany` (a replicated batch of 500 puts is one call, not 500): each
     statement still runs once per row in order, so a key written twice in a batch ends as its last write left it.
+    A replicated batch's puts of keys that hold no row go many rows to a statement instead (`_add_items`).
 
     The totals (running_totals.py) are counted here, for the batch at once, rather than by row triggers: a trigger
     costs each row a program of its own and a statement journal, about a third of a row's insert, while a batch's
     replaced sizes are given by its writer (a replicated batch read them with its stored versions) or read at once."""
     statement: str | None = None
     rows: list[tuple] = []
-    runs: list[tuple[str, list[tuple]]] = []
-    changes: list[tuple] = []
+    added: list[tuple] = []  # the current run's puts of keys known to hold no item row (`_add_items`)
+    runs: list[tuple[str, list[tuple], list[tuple]]] = []
+    # Whether some write did not give the size of the row it replaces: then the totals need its changes followed one
+    # by one (`_item_totals_change`); else (a replicated batch) they are summed here as the rows are made. A local
+    # batch's first write usually does not give it, so this looks no further.
+    unknown = any(w.old_size is UNKNOWN for w in writes)
+    changes: list[tuple] = []  # for `_item_totals_change`, when `unknown`
+    totals: dict[int, list[int]] = {}  # per table id, [items, bytes] added (when not `unknown`)
+    change: list[int] = [0, 0]
     dumps = orjson.dumps
+    table = tid = None
     for w in writes:
-        tid = tids[w.table]
+        if w.table is not table:  # a batch's writes are mostly of one table (a replicated batch: all of them)
+            table = w.table
+            tid = tids[table]
+            change = totals.setdefault(tid, [0, 0])
         pk, sk = w.pk, w.sk
         h = partition_hash(pk)
         item = w.item
+        old_size = w.old_size
+        new = False
         if item is None:
             sql, row = _DELETE_ITEM, (tid, h, pk, sk)
             extra = (_PUT_TOMBSTONE, (tid, h, pk, sk, w.version, w.deleted_at)) if w.tombstone else None
-            changes.append((tid, h, pk, sk, None, w.old_size))
+            if unknown:
+                changes.append((tid, h, pk, sk, None, old_size))
+            elif old_size is not None:
+                change[0] -= 1
+                change[1] -= old_size  # type: ignore[operator]
         else:
-            w.blob = blob = dumps(item)
-            sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, w.size, w.version)
+            # A bytearray: bound without the adapter lookup (see `_PUT_ITEM_NO_SK`), here and in the change log's row.
+            w.blob = blob = bytearray(dumps(item))
+            size = w.size
+            if sk:
+                sql, row = _PUT_ITEM, (tid, h, pk, sk, blob, size, w.version)
+            else:  # a table without a sort key (or its empty one): the sort key is written in the statement
+                sql, row = _PUT_ITEM_NO_SK, (tid, h, pk, blob, size, w.version)
             extra = (_DELETE_TOMBSTONE, (tid, h, pk, sk)) if w.had_tombstone else None
-            changes.append((tid, h, pk, sk, w.size, w.old_size))
+            if unknown:
+                changes.append((tid, h, pk, sk, size, old_size))
+            else:
+                if old_size is not None:
+                    change[0] -= 1
+                    change[1] -= old_size  # type: ignore[operator]
+                change[0] += 1
+                change[1] += size
+                new = old_size is None and w.origin is not None
         if sql is not statement:
-            if rows:
-                runs.append((statement, rows))  # type: ignore[arg-type]
-            statement, rows = sql, []
-        rows.append(row)
+            if rows or added:
+                runs.append((statement, rows, added))  # type: ignore[arg-type]
+            statement, rows, added = sql, [], []
+        if new:
+            added.append(row)
+        else:
+            rows.append(row)
         if extra is not None:
             sql, row = extra
-            if rows:
-                runs.append((statement, rows))  # type: ignore[arg-type]
-            statement, rows = sql, [row]
-    if rows:
-        runs.append((statement, rows))  # type: ignore[arg-type]
-    if not changes:
+            if rows or added:
+                runs.append((statement, rows, added))  # type: ignore[arg-type]
+            statement, rows, added = sql, [row], []
+    if rows or added:
+        runs.append((statement, rows, added))  # type: ignore[arg-type]
+    if not writes:
         return
-    totals = _item_totals_change(db, changes)  # before the rows change: it reads what they replace
-    for sql, batch in runs:
-        db.executemany(sql, batch)
+    if unknown:
+        totals = _item_totals_change(db, changes)  # before the rows change: it reads what they replace
+    for sql, batch, new_rows in runs:
+        if new_rows:
+            _add_items(db, sql, new_rows)  # before the run's other rows: see `_add_items`
+        if batch:
+            db.executemany(sql, batch)
     running_totals.add(db, ITEM_TOTALS, totals)
 
 
