@@ -12,10 +12,9 @@ import sqlite3
 import orjson
 import pytest
 
-from globaltables.engine.storage.change_log_store import APPEND_ROWS
 from globaltables.engine.storage.memory_store import MemoryStore
 from globaltables.engine.storage.records import HASH_SPACE, ItemWrite, TokenRecord, partition_hash
-from globaltables.engine.storage.sqlite_store import SqliteStore
+from globaltables.engine.storage.sqlite_store import ROWS_PER_STATEMENT, SqliteStore
 
 TABLES = ("alpha", "beta")
 PKS = [b"", b"\x00", b"a", b"a\x00", b"ab", b"b", b"\xff", b"\xff\x00"]
@@ -287,7 +286,7 @@ def test_batched_reads_of_keys_without_a_sort_key_find_exactly_the_keys_asked_fo
 
 
 @pytest.mark.parametrize("olds", [False, True])
-@pytest.mark.parametrize("count", [2, APPEND_ROWS - 1, APPEND_ROWS, 2 * APPEND_ROWS + 5])
+@pytest.mark.parametrize("count", [2, ROWS_PER_STATEMENT - 1, ROWS_PER_STATEMENT, 2 * ROWS_PER_STATEMENT + 5])
 def test_a_batch_of_records_is_logged_whole_and_in_order(count: int, olds: bool) -> None:
     """A replicated batch's records go into the SQLite log many rows to a statement: they read back as the memory
     store's do, every field in order; in SQLite, a batch whose last record repeats a sequence number (past the

@@ -24,17 +24,26 @@ TABLE = "grouped"
 
 
 class Failing:
-    """The store's connection, whose next COMMIT fails as SQLite's does on an I/O error (when armed)."""
+    """The store's connection, failing the next statement that starts with `statement` (by `execute` or
+    `executemany`) as SQLite does on an I/O error, when armed. By default the COMMIT: a group's commit fails."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, statement: str = "COMMIT") -> None:
         self._db = db
+        self._statement = statement
         self.armed = False
 
-    def execute(self, sql, *args):
-        if sql == "COMMIT" and self.armed:
+    def _check(self, sql: str) -> None:
+        if self.armed and sql.startswith(self._statement):
             self.armed = False
             raise sqlite3.OperationalError("disk I/O error")
+
+    def execute(self, sql, *args):
+        self._check(sql)
         return self._db.execute(sql, *args)
+
+    def executemany(self, sql, rows):
+        self._check(sql)
+        return self._db.executemany(sql, rows)
 
     def __getattr__(self, name):
         return getattr(self._db, name)
@@ -73,24 +82,6 @@ def stored(engine: Engine, key: str, table: str = TABLE) -> bool:
 
 def put_indexed(engine: Engine, key: str, g: dict) -> dict:
     return engine.handle("PutItem", {"TableName": INDEXED, "Item": {"pk": {"S": key}, "g": g}})
-
-
-class FailingWrites:
-    """The store's connection, failing the next insert of an item row as SQLite does on an I/O error (when
-    armed): a failure of the database itself, which no savepoint was taken against."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-        self.armed = False
-
-    def executemany(self, sql, rows):
-        if self.armed and sql.startswith("INSERT OR REPLACE INTO items "):
-            self.armed = False
-            raise sqlite3.OperationalError("disk I/O error")
-        return self._db.executemany(sql, rows)
-
-    def __getattr__(self, name):
-        return getattr(self._db, name)
 
 
 class Recorded:
@@ -280,7 +271,7 @@ def test_a_write_no_index_can_refuse_takes_no_savepoint_and_fails_its_group_if_t
     engine.store.db.set_trace_callback(None)
     assert durable(engine, "plain") and durable(engine, "i1")
 
-    failing = FailingWrites(engine.store.db)
+    failing = Failing(engine.store.db, "INSERT OR REPLACE INTO items ")  # an item row's insert
     engine.store.db = failing
     engine.begin_group()
     engine.handle("PutItem", {"TableName": TABLE, "Item": {"pk": {"S": "first"}}})

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from itertools import chain, compress, cycle
 from operator import itemgetter
 
 import orjson
 
 from .records import NO_END, LogRecord, StreamRow, trim_cut
-from .sqlite_store import SqliteStore
+from .sqlite_store import SqliteStore, insert_rows, multi_row
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS change_log (
@@ -67,23 +66,13 @@ INSERT_RECORD = (
 )
 
 
-# A batch of records (a replicated batch: hundreds) is inserted APPEND_ROWS rows to a statement, the rest of it with
-# `executemany`: each execution of a statement costs its program's setup and teardown and a call through the driver,
-# about a third of a record's insert when it carries one row (64 rows of 10 parameters stay far below SQLite's limit
-# of 32,766). The rows go in the order given, as with `executemany`. OR FAIL: a statement of many rows that could
-# abort part-way (the default conflict resolution) makes SQLite keep a statement journal, a copy of every page the
-# statement changes, so that it can undo its own earlier rows; with FAIL it keeps them, and stops with the same
-# IntegrityError, on which the write rolls back whole (its transaction or savepoint) as it does after `executemany`.
-# No conflict is expected at all: sequence numbers are never reused (rule 4).
-APPEND_ROWS = 64
-_ONE_MORE = ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-INSERT_RECORDS = INSERT_RECORD.replace("INSERT INTO", "INSERT OR FAIL INTO") + _ONE_MORE * (APPEND_ROWS - 1)
-# The same for rows that all lack an old image (a backlog of new items): the NULL is written in the statement, not
-# bound (the driver's adapter lookup for a None parameter costs about as much as binding the rest of the row's
-# integers; storage/sqlite_store.py `_PUT_ITEM_NO_SK`), and `_WITHOUT_OLD` leaves it out of the flattened rows.
-INSERT_NEW_RECORDS = ("INSERT OR FAIL INTO change_log (tid, seq, created, old, new, service, origin, version, lane, size)"
-                      " VALUES " + ", ".join(["(?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)"] * APPEND_ROWS))  # fmt: skip
-_WITHOUT_OLD = (1, 1, 1, 0, 1, 1, 1, 1, 1, 1)
+# A batch of records (a replicated batch: hundreds) goes many rows to a statement (sqlite_store.py `insert_rows`): no
+# conflict is expected at all, sequence numbers being never reused (rule 4). Rows that all lack an old image (a
+# backlog of new items) have the NULL written in the statement, not bound: the driver's adapter lookup for a None
+# parameter costs about as much as binding the rest of the row's integers (sqlite_store.py `_PUT_ITEM_NO_SK`).
+INSERT_RECORDS = multi_row(INSERT_RECORD)
+INSERT_NEW_RECORD = INSERT_RECORD.replace("VALUES (?, ?, ?, ?,", "VALUES (?, ?, ?, NULL,")
+INSERT_NEW_RECORDS = multi_row(INSERT_NEW_RECORD)
 _OLD = itemgetter(3)
 
 
@@ -190,17 +179,10 @@ class ChangeLogStore:
         service, origin, version, lane, new item's size)."""
         if len(rows) == 1:
             tx.execute(INSERT_RECORD, rows[0])
-            return
-        whole = len(rows) - len(rows) % APPEND_ROWS
-        for start in range(0, whole, APPEND_ROWS):
-            chunk = rows[start : start + APPEND_ROWS]
-            values = chain.from_iterable(chunk)
-            if any(map(_OLD, chunk)):
-                tx.execute(INSERT_RECORDS, list(values))
-            else:
-                tx.execute(INSERT_NEW_RECORDS, list(compress(values, cycle(_WITHOUT_OLD))))
-        if whole < len(rows):
-            tx.executemany(INSERT_RECORD, rows[whole:])  # the rest: one call, not one per record
+        elif any(map(_OLD, rows)):
+            insert_rows(tx, INSERT_RECORD, INSERT_RECORDS, rows)
+        else:
+            insert_rows(tx, INSERT_NEW_RECORD, INSERT_NEW_RECORDS, [row[:3] + row[4:] for row in rows])
 
     def local_lane_count(self, tid: int, lane: int, after: int) -> int:
         """How many of this region's own records in a lane lie after `after`."""

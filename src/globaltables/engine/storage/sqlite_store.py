@@ -237,30 +237,47 @@ _PUT_ITEM = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) 
 # serialisation as a bytearray (which the driver binds as it is, as a BLOB of the same bytes): the copy costs about
 # half a lookup, and the change log's row binds the same object (`ItemWrite.blob`), so it saves two.
 _PUT_ITEM_NO_SK = "INSERT OR REPLACE INTO items (tid, h, pk, sk, item, size, version) VALUES (?, ?, ?, X'', ?, ?, ?)"
-# Replicated puts of keys that hold no item row go in ADD_ROWS rows to a statement (multi-row INSERTs; the rest of a
-# run with `executemany`): one execution of a statement per row costs its program's setup and teardown, a call
-# through the driver and a release and reacquisition of the GIL each. Only where the row is known to be absent:
+# Inserts of many rows (a replicated batch's) go ROWS_PER_STATEMENT rows to a statement, the rest with `executemany`
+# (`insert_rows`): one execution of a statement per row costs its program's setup and teardown, a call through the
+# driver and a release and reacquisition of the GIL each. 64 rows of up to 10 parameters stay far below SQLite's
+# limit of 32,766.
+ROWS_PER_STATEMENT = 64
+
+
+def multi_row(insert: str) -> str:
+    """`insert` (an `INSERT [OR REPLACE] INTO ... VALUES (...)` of one row) as an INSERT OR FAIL of
+    ROWS_PER_STATEMENT rows. OR FAIL: a statement of many rows that could abort part-way (the default resolution, or
+    REPLACE, which aborts on a NULL in a NOT NULL column) makes SQLite keep a statement journal, a copy of every page
+    the statement changes, written to a temporary file; FAIL keeps the statement's earlier rows instead and stops with
+    the IntegrityError, on which the write rolls back whole (its transaction or savepoint), as after any failure. So
+    it only serves rows no existing row can conflict with."""
+    head, row = insert.split(" VALUES ", 1)
+    head = head.replace("INSERT OR REPLACE INTO ", "INSERT INTO ").replace("INSERT INTO ", "INSERT OR FAIL INTO ", 1)
+    return f"{head} VALUES " + ", ".join([row] * ROWS_PER_STATEMENT)
+
+
+def insert_rows(db: sqlite3.Connection, insert: str, many: str, rows: list[tuple]) -> None:
+    """Insert `rows` in the order given: ROWS_PER_STATEMENT at a time with `many` (`multi_row(insert)`), the rest
+    with `executemany` of `insert`."""
+    whole = len(rows) - len(rows) % ROWS_PER_STATEMENT
+    for start in range(0, whole, ROWS_PER_STATEMENT):
+        db.execute(many, list(chain.from_iterable(rows[start : start + ROWS_PER_STATEMENT])))
+    if whole < len(rows):
+        db.executemany(insert, rows[whole:])
+
+
+# A replicated batch's puts of keys that hold no item row (`_add_items`). Only where the row is known to be absent:
 # a replicated batch read every key's row in its own transaction, before any write of it (`ItemWrite.old_size` None,
-# engine/replica.py), so a plain INSERT does what the REPLACE would. OR FAIL, not REPLACE: a statement of many rows
-# that could abort part-way (REPLACE aborts on a NULL in a NOT NULL column) makes SQLite keep a statement journal, a
-# copy of every page the statement changes (here one per row, the keys being random), written to a temporary file;
-# FAIL keeps the statement's earlier rows instead, and the write then rolls back whole, as after any failure. A row
-# there after all (never, by the read) fails the batch with IntegrityError rather than count an item twice.
-ADD_ROWS = 64
-_ADD_ITEMS = _PUT_ITEM.replace("OR REPLACE", "OR FAIL") + ", (?, ?, ?, ?, ?, ?, ?)" * (ADD_ROWS - 1)
-_ADD_ITEMS_NO_SK = _PUT_ITEM_NO_SK.replace("OR REPLACE", "OR FAIL") + ", (?, ?, ?, X'', ?, ?, ?)" * (ADD_ROWS - 1)
+# engine/replica.py), so a plain INSERT does what the REPLACE would. A row there after all (never, by the read)
+# fails the batch with IntegrityError rather than count an item twice.
+_ADD_ITEMS = {put: multi_row(put) for put in (_PUT_ITEM, _PUT_ITEM_NO_SK)}
 
 
 def _add_items(db: sqlite3.Connection, sql: str, rows: list[tuple]) -> None:
     """A run's puts of absent keys (`sql` the run's put, `_PUT_ITEM` or `_PUT_ITEM_NO_SK`), before its other puts:
     a key absent when its put was prepared was put by no earlier write of the run (it would hold a row then), so its
     later puts in the run, all among the others, still come after it."""
-    many = _ADD_ITEMS if sql is _PUT_ITEM else _ADD_ITEMS_NO_SK
-    whole = len(rows) - len(rows) % ADD_ROWS
-    for start in range(0, whole, ADD_ROWS):
-        db.execute(many, list(chain.from_iterable(rows[start : start + ADD_ROWS])))
-    if whole < len(rows):
-        db.executemany(sql, rows[whole:])
+    insert_rows(db, sql, _ADD_ITEMS[sql], rows)
 
 
 _DELETE_ITEM = "DELETE FROM items WHERE tid = ? AND h = ? AND pk = ? AND sk = ?"
